@@ -1,0 +1,38 @@
+# The two commands on a fresh machine:
+#   make demo   run Caveat's offline demo on the embedded default (SQLite + local WARC files)
+#   make test   install everything the tests need (Python packages, Debian chromium and wget,
+#               the field's own WARC tools) and run the test suite
+PYTHON ?= python3
+VENV ?= .venv
+REF_VENV ?= .venv-ref
+
+.PHONY: demo test install referees system-packages
+
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --upgrade pip
+	$(VENV)/bin/pip install -q -e '.[test]'
+	touch $@
+
+install: $(VENV)/.installed
+
+# pywb, py-wacz and cdxj-indexer pin their own dependencies; they live in their own venv and the
+# tests call their executables, exactly as a user of those tools would.
+$(REF_VENV)/.installed:
+	$(PYTHON) -m venv $(REF_VENV)
+	$(REF_VENV)/bin/pip install -q --upgrade pip
+	$(REF_VENV)/bin/pip install -q 'pywb==2.10.0' 'wacz==0.6.0' 'cdxj-indexer==1.5.0' 'warcio==1.8.1'
+	touch $@
+
+referees: $(REF_VENV)/.installed
+
+system-packages:
+	@if ! command -v chromium >/dev/null || ! command -v wget >/dev/null; then \
+	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium wget; fi
+
+demo: install
+	$(VENV)/bin/caveat demo
+
+test: install referees system-packages
+	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin $(VENV)/bin/python -m pytest $(PYTEST_ARGS)

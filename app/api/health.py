@@ -1,0 +1,16 @@
+"""`GET /api/health`: the service is up and its database is migrated."""
+
+from fastapi import APIRouter, Depends
+from sqlalchemy import text
+from sqlalchemy.orm import Session
+
+from app import __version__
+from app.main import get_session
+
+router = APIRouter()
+
+
+@router.get("/api/health")
+def health(session: Session = Depends(get_session)) -> dict:
+    session.execute(text("SELECT 1"))
+    return {"ok": True, "version": __version__}

@@ -1,0 +1,52 @@
+"""The ``caveat`` command line. Each command parses its arguments and calls one service.
+
+Domain errors (``app.errors.CaveatError``) become a one-line ``error: ...`` message and exit code 1.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from app import __version__
+from app.cli.context import CliContext
+from app.errors import CaveatError
+
+
+class CaveatGroup(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except CaveatError as exc:
+            click.echo(f"error: {exc.message}", err=True)
+            sys.exit(1)
+
+
+@click.group(cls=CaveatGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="caveat")
+@click.pass_context
+def main(ctx: click.Context) -> None:
+    """Caveat archives LLM speed leaderboards as WARC, parses their claims, audits them and cites them.
+
+    Settings come from CAVEAT_* environment variables (see docs/settings.md).
+
+    \b
+    Example:
+      caveat init && caveat capture https://example.org/leaderboard
+    """
+    if ctx.obj is None:
+        ctx.obj = CliContext()
+
+
+def _register() -> None:
+    # Each module adds its commands to ``main``; import order is the order in --help.
+    from app.cli import core  # noqa: F401
+    from app.cli import capture  # noqa: F401
+    from app.cli import replay  # noqa: F401
+    from app.cli import claims  # noqa: F401
+    from app.cli import audit  # noqa: F401
+    from app.cli import demo  # noqa: F401
+
+
+_register()

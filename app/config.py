@@ -1,0 +1,74 @@
+"""Settings: one pydantic-settings class, read from ``CAVEAT_*`` environment variables.
+
+Build it once and pass it in (``create_app(settings)``, ``Database(settings)``); nothing reads the
+environment behind your back. Every field is documented in ``docs/settings.md`` (a test checks).
+"""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app import __version__
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="CAVEAT_", extra="ignore")
+
+    data_dir: Path = Field(Path("./data"), description="Folder for the SQLite file, WARC files and indexes.")
+    database_url: str | None = Field(
+        None, description="SQLAlchemy URL. Default: a SQLite file `caveat.db` in the data folder."
+    )
+    allow_private_addresses: bool = Field(
+        False, description="Let the crawler fetch loopback, private, link-local and other internal addresses."
+    )
+    connect_timeout: float = Field(10.0, description="Seconds to wait for a TCP/TLS connection.")
+    read_timeout: float = Field(30.0, description="Seconds to wait between bytes of a response.")
+    max_body_bytes: int = Field(50 * 1024 * 1024, description="Largest response body a capture stores.")
+    max_redirects: int = Field(10, description="Most redirect hops a capture follows.")
+    warc_rotate_bytes: int = Field(
+        1024 * 1024 * 1024, description="A WARC file is closed and a new one started past this size."
+    )
+    warc_gzip_level: int = Field(6, description="gzip level of each WARC record member (1 fastest, 9 smallest).")
+    user_agent: str = Field(
+        f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
+    )
+    base_url: str = Field(
+        "http://127.0.0.1:8000", description="Public origin used in citation URLs printed by the CLI and API."
+    )
+    secret_key: str | None = Field(
+        None,
+        description="Key that signs session cookies and CSRF tokens. Default: generated once and kept in "
+        "`<data_dir>/secret_key`.",
+    )
+    host: str = Field("127.0.0.1", description="Address `caveat serve` binds to.")
+    port: int = Field(8000, description="Port `caveat serve` binds to.")
+
+    @property
+    def warc_dir(self) -> Path:
+        return self.data_dir / "warcs"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.data_dir / "indexes"
+
+    @property
+    def db_url(self) -> str:
+        if self.database_url:
+            return self.database_url
+        return f"sqlite:///{(self.data_dir / 'caveat.db').resolve()}"
+
+    def get_secret_key(self) -> str:
+        if self.secret_key:
+            return self.secret_key
+        path = self.data_dir / "secret_key"
+        if path.exists():
+            return path.read_text().strip()
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        key = secrets.token_urlsafe(32)
+        path.write_text(key)
+        path.chmod(0o600)
+        return key

@@ -1,0 +1,55 @@
+"""Domain exceptions. One handler maps them to HTTP status and JSON/HTML; the CLI prints one line.
+
+Messages say what happened and how to fix it.
+"""
+
+from __future__ import annotations
+
+
+class CaveatError(Exception):
+    status = 400
+
+    def __init__(self, message: str, **detail):
+        super().__init__(message)
+        self.message = message
+        self.detail = detail
+
+
+class NotFound(CaveatError):
+    status = 404
+
+
+class BadRequest(CaveatError):
+    status = 400
+
+
+class Unauthorized(CaveatError):
+    status = 401
+
+
+class Forbidden(CaveatError):
+    status = 403
+
+
+class Conflict(CaveatError):
+    status = 409
+
+
+class NotMigrated(CaveatError):
+    status = 503
+
+
+class FetchFailed(CaveatError):
+    """A capture could not fetch a URL (timeout, refused address, too large, too many redirects...)."""
+
+    status = 502
+
+
+class FixityError(CaveatError):
+    """Archived bytes no longer match their recorded digests."""
+
+    status = 500
+
+
+class ParseFailed(CaveatError):
+    status = 422

@@ -1,0 +1,102 @@
+"""The ASGI application: ``create_app(settings)`` wires routers, the error handler and templates."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Iterator
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
+from fastapi.templating import Jinja2Templates
+from sqlalchemy.orm import Session
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app import __version__
+from app.config import Settings
+from app.db import Database
+from app.errors import CaveatError
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+
+def get_session(request: Request) -> Iterator[Session]:
+    """FastAPI dependency: one session per request, committed when the handler returns."""
+    db: Database = request.app.state.db
+    with db.Session() as session:
+        try:
+            yield session
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+
+
+def wants_json(request: Request) -> bool:
+    path = request.url.path
+    if path.startswith("/api/") or path.endswith(".json"):
+        return True
+    accept = request.headers.get("accept", "")
+    return "application/json" in accept and "text/html" not in accept
+
+
+def error_response(request: Request, status: int, message: str, detail: dict | None = None):
+    if wants_json(request):
+        body = {"ok": False, "error": message, "status": status}
+        if detail:
+            body["detail"] = detail
+        return JSONResponse(body, status_code=status)
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(
+        request, "error.html", {"status": status, "message": message, "detail": detail or {}},
+        status_code=status,
+    )
+
+
+def create_app(settings: Settings | None = None, *, check_migrated: bool = True) -> FastAPI:
+    settings = settings or Settings()
+    db = Database(settings)
+    if check_migrated:
+        db.require_migrated()
+
+    app = FastAPI(title="Caveat", version=__version__, docs_url="/api/docs", openapi_url="/api/openapi.json")
+    app.state.settings = settings
+    app.state.db = db
+    templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
+    templates.env.globals["version"] = __version__
+    app.state.templates = templates
+
+    @app.exception_handler(CaveatError)
+    async def _caveat_error(request: Request, exc: CaveatError):
+        return error_response(request, exc.status, exc.message, exc.detail or None)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException):
+        msg = exc.detail if isinstance(exc.detail, str) else "error"
+        if exc.status_code == 404 and msg == "Not Found":
+            msg = f"Nothing at {request.url.path}."
+        resp = error_response(request, exc.status_code, msg)
+        for k, v in (exc.headers or {}).items():
+            resp.headers[k] = v
+        return resp
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(request: Request, exc: RequestValidationError):
+        parts = []
+        for err in exc.errors():
+            loc = ".".join(str(x) for x in err.get("loc", ()) if x not in ("query", "body", "path"))
+            parts.append(f"{loc}: {err.get('msg')}")
+        return error_response(request, 400, "Invalid request: " + "; ".join(parts))
+
+    app.mount("/static", StaticFiles(directory=str(WEB_DIR / "static")), name="static")
+
+    from app import routes
+
+    routes.include_all(app)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """Factory for `uvicorn --factory` and multi-worker serving."""
+    return create_app(Settings())

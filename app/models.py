@@ -1,0 +1,275 @@
+"""SQLAlchemy 2 models. The schema changes only through alembic migrations in ``migrations/``."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    Index,
+    Integer,
+    String,
+    Text,
+    UniqueConstraint,
+)
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Snapshot(Base):
+    """One archived HTTP response (or revisit) in a WARC file: the unit a citation points at."""
+
+    __tablename__ = "snapshots"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    citation_id: Mapped[str] = mapped_column(String(9), unique=True, nullable=False)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    surt: Mapped[str] = mapped_column(Text, nullable=False)
+    timestamp: Mapped[str] = mapped_column(String(17), nullable=False)  # yyyyMMddhhmmssfff UTC
+    captured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    status: Mapped[int | None] = mapped_column(Integer)
+    mime: Mapped[str | None] = mapped_column(String(255))
+    record_type: Mapped[str] = mapped_column(String(16), nullable=False, default="response")
+    warc_file: Mapped[str] = mapped_column(String(255), nullable=False)  # name inside data_dir/warcs
+    offset: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    length: Mapped[int] = mapped_column(BigInteger, nullable=False)  # compressed length of the member
+    record_id: Mapped[str] = mapped_column(String(80), unique=True, nullable=False)  # WARC-Record-ID
+    request_offset: Mapped[int | None] = mapped_column(BigInteger)
+    request_length: Mapped[int | None] = mapped_column(BigInteger)
+    payload_digest: Mapped[str | None] = mapped_column(String(128))  # WARC-Payload-Digest as written
+    block_digest: Mapped[str | None] = mapped_column(String(128))  # WARC-Block-Digest as written
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)  # hex sha256 of the payload
+    payload_length: Mapped[int | None] = mapped_column(BigInteger)
+    refers_to_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    refers_to_record_id: Mapped[str | None] = mapped_column(String(80))
+    redirect_to: Mapped[str | None] = mapped_column(Text)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="capture")  # capture|import
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("sources.id", ondelete="SET NULL"))
+    fixity: Mapped[str] = mapped_column(String(16), nullable=False, default="unchecked")  # ok|failed|unchecked
+    fixity_checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    fixity_detail: Mapped[str | None] = mapped_column(Text)
+
+    refers_to: Mapped[Snapshot | None] = relationship(remote_side=[id])
+
+    __table_args__ = (
+        Index("ix_snapshots_surt_ts", "surt", "timestamp"),
+        Index("ix_snapshots_url", "url"),
+        Index("ix_snapshots_sha256", "sha256"),
+    )
+
+
+class Source(Base):
+    __tablename__ = "sources"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(String(200), unique=True, nullable=False)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    kind: Mapped[str | None] = mapped_column(String(16))  # json|html|markdown|text; None = guess
+    kind_guessed: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    last_status: Mapped[str | None] = mapped_column(String(16))  # ok|warnings|failed
+    last_error: Mapped[str | None] = mapped_column(Text)
+    last_warnings: Mapped[list | None] = mapped_column(JSON)
+
+
+class Crawl(Base):
+    __tablename__ = "crawls"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_id: Mapped[int] = mapped_column(ForeignKey("sources.id", ondelete="CASCADE"), nullable=False)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False, default="crawl")  # crawl|reparse
+    started_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    finished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    status: Mapped[str] = mapped_column(String(16), nullable=False, default="running")
+    snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    entries_new: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    entries_changed: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    entries_unchanged: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    warnings: Mapped[list | None] = mapped_column(JSON)
+    error: Mapped[str | None] = mapped_column(Text)
+
+
+class Recipe(Base):
+    """Entries that share a configuration except for draft width."""
+
+    __tablename__ = "recipes"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    recipe_id: Mapped[str] = mapped_column(String(40), unique=True, nullable=False)
+    model: Mapped[str | None] = mapped_column(Text)
+    hardware: Mapped[str | None] = mapped_column(Text)
+    gpu_count: Mapped[int | None] = mapped_column(Integer)
+    engine: Mapped[str | None] = mapped_column(Text)
+    key: Mapped[dict] = mapped_column(JSON, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    # Cached result of the last audit: the quotable answer as served by the API.
+    quotable: Mapped[dict | None] = mapped_column(JSON)
+    quotable_tps: Mapped[float | None] = mapped_column(Float)
+    basis: Mapped[str | None] = mapped_column(String(16))
+
+
+class Entry(Base):
+    """A leaderboard entry as it stands now; its history lives in ``entry_versions``."""
+
+    __tablename__ = "entries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("sources.id", ondelete="SET NULL"))
+    entry_key: Mapped[str] = mapped_column(String(64), nullable=False)  # stable identity within source
+    recipe_id: Mapped[str | None] = mapped_column(String(40))
+    current_version_id: Mapped[int | None] = mapped_column(Integer)
+    first_snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    last_snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    gone: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)  # absent from latest crawl
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    # Denormalised copy of the current version, for filtering and sorting.
+    model: Mapped[str | None] = mapped_column(Text)
+    hardware: Mapped[str | None] = mapped_column(Text)
+    gpu_count: Mapped[int | None] = mapped_column(Integer)
+    engine: Mapped[str | None] = mapped_column(Text)
+    engine_version: Mapped[str | None] = mapped_column(Text)
+    quantization: Mapped[str | None] = mapped_column(Text)
+    headline_tps: Mapped[float | None] = mapped_column(Float)
+    steady_low: Mapped[float | None] = mapped_column(Float)
+    steady_high: Mapped[float | None] = mapped_column(Float)
+    draft_tokens: Mapped[int | None] = mapped_column(Integer)
+    acceptance_rate: Mapped[float | None] = mapped_column(Float)
+    concurrency: Mapped[int | None] = mapped_column(Integer)
+    notes: Mapped[str | None] = mapped_column(Text)
+
+    # Audit results.
+    working_tps: Mapped[float | None] = mapped_column(Float)
+    basis: Mapped[str | None] = mapped_column(String(16))
+    basis_reason: Mapped[str | None] = mapped_column(Text)
+    inflation_ratio: Mapped[float | None] = mapped_column(Float)
+    max_severity: Mapped[str | None] = mapped_column(String(16))
+    severity_rank: Mapped[int] = mapped_column(Integer, default=0, nullable=False)  # 4 critical .. 0 none
+    flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    open_flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
+    decision_status: Mapped[str] = mapped_column(String(16), default="none", nullable=False)  # none|pending|decided
+
+    __table_args__ = (
+        UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
+        Index("ix_entries_recipe", "recipe_id"),
+        Index("ix_entries_model", "model"),
+        Index("ix_entries_queue", "severity_rank", "inflation_ratio", "id"),
+        Index("ix_entries_inflation", "inflation_ratio", "id"),
+        Index("ix_entries_decision", "decision_status", "severity_rank"),
+    )
+
+
+class EntryVersion(Base):
+    """One parsed state of an entry, from one snapshot. Never updated after it is written."""
+
+    __tablename__ = "entry_versions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("entries.id", ondelete="CASCADE"), nullable=False)
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("snapshots.id"), nullable=False)
+    version_no: Mapped[int] = mapped_column(Integer, nullable=False)
+    fields: Mapped[dict] = mapped_column(JSON, nullable=False)
+    provenance: Mapped[dict] = mapped_column(JSON, nullable=False)  # field -> exact quoted text
+    extra: Mapped[dict | None] = mapped_column(JSON)  # unknown fields kept verbatim
+    warnings: Mapped[list | None] = mapped_column(JSON)
+    changed_fields: Mapped[dict | None] = mapped_column(JSON)  # field -> [old, new] vs previous version
+    parser: Mapped[str | None] = mapped_column(String(64))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_entry_versions_entry", "entry_id", "version_no"),)
+
+
+class Flag(Base):
+    __tablename__ = "flags"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("entries.id", ondelete="CASCADE"), nullable=False)
+    rule: Mapped[str] = mapped_column(String(64), nullable=False)
+    severity: Mapped[str] = mapped_column(String(16), nullable=False)
+    explanation: Mapped[str] = mapped_column(Text, nullable=False)
+    evidence: Mapped[dict] = mapped_column(JSON, nullable=False)
+    citation: Mapped[str | None] = mapped_column(Text)
+    ruleset_version: Mapped[str] = mapped_column(String(32), nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, nullable=False)  # raised by the latest audit
+    status: Mapped[str] = mapped_column(String(16), default="open", nullable=False)  # open|confirmed|dismissed
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    updated_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (
+        UniqueConstraint("entry_id", "rule", name="uq_flags_entry_rule"),
+        Index("ix_flags_rule", "rule", "active"),
+    )
+
+
+class User(Base):
+    __tablename__ = "users"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    username: Mapped[str] = mapped_column(String(100), unique=True, nullable=False)
+    password_hash: Mapped[str] = mapped_column(String(255), nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    is_active: Mapped[bool] = mapped_column(Boolean, default=True, nullable=False)
+
+
+class ApiToken(Base):
+    __tablename__ = "api_tokens"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
+    name: Mapped[str] = mapped_column(String(100), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)  # sha256 hex
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    last_used_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+
+class Decision(Base):
+    """Append-only audit log of reviewer decisions on flags."""
+
+    __tablename__ = "decisions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    flag_id: Mapped[int] = mapped_column(ForeignKey("flags.id", ondelete="RESTRICT"), nullable=False)
+    entry_id: Mapped[int] = mapped_column(ForeignKey("entries.id", ondelete="RESTRICT"), nullable=False)
+    rule: Mapped[str] = mapped_column(String(64), nullable=False)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)  # confirm|dismiss
+    note: Mapped[str] = mapped_column(Text, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_decisions_created", "created_at"),)
+
+
+class Measurement(Base):
+    """A throughput measured by us (or a trusted harness) on non-repeating prompts with checked output."""
+
+    __tablename__ = "measurements"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    recipe_id: Mapped[str] = mapped_column(String(40), nullable=False)
+    tps: Mapped[float] = mapped_column(Float, nullable=False)
+    non_repeating_prompts: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    output_checked: Mapped[bool] = mapped_column(Boolean, nullable=False)
+    n_runs: Mapped[int | None] = mapped_column(Integer)
+    method: Mapped[str | None] = mapped_column(Text)
+    notes: Mapped[str | None] = mapped_column(Text)
+    measured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_measurements_recipe", "recipe_id"),)

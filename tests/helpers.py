@@ -1,0 +1,101 @@
+"""Test helpers: a real threaded HTTP server on 127.0.0.1 with programmable routes."""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+
+@dataclass
+class Route:
+    status: int = 200
+    headers: list[tuple[str, str]] = field(default_factory=list)
+    body: bytes = b""
+    chunked: bool = False
+    delay: float = 0.0  # seconds before the body is sent
+    handler: Callable | None = None  # handler(request_handler) -> None, full control
+
+
+class LocalServer:
+    def __init__(self):
+        self.routes: dict[str, Route] = {}
+        self.requests: list[dict] = []
+        routes, requests = self.routes, self.requests
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):  # quiet
+                pass
+
+            def do_GET(self):  # noqa: N802
+                requests.append({"path": self.path, "headers": dict(self.headers)})
+                route = routes.get(self.path) or routes.get(self.path.split("?")[0])
+                if route is None:
+                    body = b"not found"
+                    self.send_response(404)
+                    self.send_header("Content-Type", "text/plain")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
+                    self.wfile.write(body)
+                    return
+                if route.handler:
+                    route.handler(self)
+                    return
+                self.send_response(route.status)
+                for k, v in route.headers:
+                    self.send_header(k, v)
+                if route.chunked:
+                    self.send_header("Transfer-Encoding", "chunked")
+                else:
+                    self.send_header("Content-Length", str(len(route.body)))
+                self.end_headers()
+                if route.delay:
+                    time.sleep(route.delay)
+                if route.chunked:
+                    step = max(1, len(route.body) // 5)
+                    for i in range(0, len(route.body), step):
+                        chunk = route.body[i:i + step]
+                        self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+                    self.wfile.write(b"0\r\n\r\n")
+                else:
+                    self.wfile.write(route.body)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return self.httpd.server_address[1]
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def route(self, path: str, body: bytes | str = b"", *, status: int = 200,
+              content_type: str = "text/html; charset=utf-8", headers: list[tuple[str, str]] | None = None,
+              gzip_body: bool = False, **kw) -> str:
+        if isinstance(body, str):
+            body = body.encode("utf-8")
+        hdrs = [("Content-Type", content_type)] if content_type else []
+        if gzip_body:
+            body = gzip.compress(body)
+            hdrs.append(("Content-Encoding", "gzip"))
+        hdrs += headers or []
+        self.routes[path] = Route(status=status, headers=hdrs, body=body, **kw)
+        return self.url(path)
+
+    def redirect(self, path: str, to: str, status: int = 302) -> str:
+        self.routes[path] = Route(status=status, headers=[("Location", to)], body=b"")
+        return self.url(path)
+
+    def start(self):
+        self.thread.start()
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
