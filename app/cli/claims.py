@@ -1,8 +1,172 @@
-"""CLI commands for claims (registered on `app.cli.main`)."""
+"""`caveat source add|list|remove`, `caveat crawl`, `caveat reparse`."""
 
 from __future__ import annotations
 
-import click  # noqa: F401
+import sys
 
-from app.cli import main  # noqa: F401
-from app.cli.context import CliContext  # noqa: F401
+import click
+
+from app.cli import main
+from app.cli.context import CliContext
+from app.services import crawl as crawl_service
+from app.services.sources import KINDS, add_source, list_sources, remove_source
+
+SHOWN_WARNINGS = 5
+
+
+@main.group()
+def source() -> None:
+    """Manage the leaderboards and posts Caveat follows.
+
+    \b
+    Example:
+      caveat source add localmaxxing https://localmaxxing.com/api/leaderboard --kind json
+    """
+
+
+@source.command("add")
+@click.argument("name")
+@click.argument("url")
+@click.option("--kind", type=click.Choice(KINDS, case_sensitive=False), default=None,
+              help="How to parse the page. Left out: guessed at the first crawl from the content type and "
+                   "the content, and the guess is reported.")
+@click.pass_obj
+def source_add(obj: CliContext, name: str, url: str, kind: str | None) -> None:
+    """Follow a new source. Nothing is fetched until `caveat crawl`.
+
+    \b
+    Example:
+      caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
+    """
+    with obj.session() as s:
+        src = add_source(s, name, url, kind)
+        how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
+        click.echo(f"added source {src.name}: {src.url} ({how})")
+
+
+@source.command("list")
+@click.pass_obj
+def source_list(obj: CliContext) -> None:
+    """List the sources with their kind and last crawl.
+
+    \b
+    Example:
+      caveat source list
+    """
+    with obj.session() as s:
+        rows = list_sources(s)
+        if not rows:
+            click.echo("no sources yet: `caveat source add NAME URL` adds one")
+            return
+        for src in rows:
+            kind = (src.kind or "?") + (" (guessed)" if src.kind_guessed else "")
+            last = src.last_crawl_at.strftime("%Y-%m-%d %H:%M") if src.last_crawl_at else "never crawled"
+            status = f" {src.last_status}" if src.last_status else ""
+            click.echo(f"{src.name}\t{kind}\t{src.url}\t{last}{status}")
+
+
+@source.command("remove")
+@click.argument("name")
+@click.pass_obj
+def source_remove(obj: CliContext, name: str) -> None:
+    """Stop following a source. Its snapshots, entries and history are kept.
+
+    \b
+    Example:
+      caveat source remove glm-card
+    """
+    with obj.session() as s:
+        remove_source(s, name)
+    click.echo(f"removed source {name} (its archive and entries are kept)")
+
+
+class _Display:
+    """A one-line-per-source progress display on a terminal; plain lines otherwise."""
+
+    def __init__(self, total: int, verb: str):
+        self.total, self.verb, self.n = total, verb, 0
+        self.tty = sys.stderr.isatty()
+
+    def __call__(self, event: str, report) -> None:
+        if event == "done":
+            self.n += 1
+            line = f"[{self.n}/{self.total}] {report.name}: {report.status}"
+            if self.tty:
+                click.echo("\r\033[K" + line, err=True)
+            else:
+                click.echo(line, err=True)
+            return
+        words = {"capture": "capturing", "parse": "parsing"}.get(event, event)
+        line = f"[{self.n + 1}/{self.total}] {report.name}: {words} {report.url}"
+        if self.tty:
+            click.echo("\r\033[K" + line, nl=False, err=True)
+        else:
+            click.echo(line, err=True)
+
+
+def _summary(reports, verb: str) -> None:
+    if not reports:
+        click.echo("no sources to " + verb)
+        return
+    width = max(len(r.name) for r in reports)
+    click.echo(f"{'source':<{width}}  status    new  changed  unchanged  gone  warnings  snapshot")
+    for r in reports:
+        s = r.summary
+        click.echo(f"{r.name:<{width}}  {r.status:<8} {s.new:>4} {s.changed:>8} {s.unchanged:>10} {s.gone:>5} "
+                   f"{len(s.warnings):>9}  {r.snapshot or '-'}")
+    for r in reports:
+        if r.kind_note:
+            click.echo(f"{r.name}: {r.kind_note}")
+        if r.error:
+            click.echo(f"{r.name}: {r.error}")
+        for w in r.summary.warnings[:SHOWN_WARNINGS]:
+            click.echo(f"{r.name}: warning: {w}")
+        if len(r.summary.warnings) > SHOWN_WARNINGS:
+            click.echo(f"{r.name}: ... and {len(r.summary.warnings) - SHOWN_WARNINGS} more warnings "
+                       f"(GET /api/sources shows them all)")
+    failed = [r.name for r in reports if r.failed]
+    if failed:
+        click.echo(f"{len(failed)} of {len(reports)} sources failed: {', '.join(failed)}")
+
+
+@main.command("crawl")
+@click.argument("names", nargs=-1)
+@click.pass_obj
+def crawl_cmd(obj: CliContext, names: tuple[str, ...]) -> None:
+    """Capture each source (all of them when no NAME is given), parse and store its claims, audit them.
+
+    One failing source never stops the others; the exit code is 1 if any failed or parsed nothing.
+
+    \b
+    Example:
+      caveat crawl localmaxxing glm-card
+    """
+    db = obj.database()
+    sources = crawl_service.select_sources(db, list(names))
+    display = _Display(len(sources), "crawl")
+    reports = [crawl_service.crawl_one(db, obj.settings, src, display) for src in sources]
+    _summary(reports, "crawl")
+    if any(r.failed for r in reports):
+        sys.exit(1)
+
+
+@main.command("reparse")
+@click.option("--source", "name", default=None, help="Only this source (default: every source).")
+@click.pass_obj
+def reparse_cmd(obj: CliContext, name: str | None) -> None:
+    """Run the parsers again over every archived snapshot, in time order, without fetching anything.
+
+    A new entry version is written only where the result differs from what the entry held at that
+    snapshot, so an improved parser re-reads history and an unchanged one adds nothing.
+
+    \b
+    Example:
+      caveat reparse --source localmaxxing
+    """
+    db = obj.database()
+    sources = crawl_service.select_sources(db, [name] if name else None)
+    display = _Display(len(sources), "reparse")
+    reports = [crawl_service.reparse_one(db, obj.settings, src, display) for src in sources]
+    _summary(reports, "reparse")
+    if any(r.failed for r in reports):
+        sys.exit(1)

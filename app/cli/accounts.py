@@ -1,0 +1,105 @@
+"""`caveat user add|password` and `caveat token create|revoke`: reviewer accounts and API tokens."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from app.cli import main
+from app.cli.context import CliContext
+from app.services import auth
+
+
+def _read_password(password_stdin: bool) -> str:
+    if password_stdin:
+        return sys.stdin.readline().rstrip("\r\n")
+    return click.prompt("Password", hide_input=True, confirmation_prompt=True)
+
+
+@main.group()
+def user() -> None:
+    """Reviewer accounts (they sign in to confirm or dismiss flags).
+
+    \b
+    Example:
+      caveat user add alice
+    """
+
+
+@user.command("add")
+@click.argument("username")
+@click.option("--password-stdin", is_flag=True, help="Read the password from the first line of standard input.")
+@click.pass_obj
+def user_add(obj: CliContext, username: str, password_stdin: bool) -> None:
+    """Create a reviewer account; asks for the password twice unless --password-stdin is given.
+
+    \b
+    Example:
+      caveat user add alice
+      echo 's3cret-passphrase' | caveat user add bob --password-stdin
+    """
+    password = _read_password(password_stdin)
+    with obj.session() as s:
+        u = auth.create_user(s, username, password)
+        click.echo(f"created user {u.username} (id {u.id})")
+
+
+@user.command("password")
+@click.argument("username")
+@click.option("--password-stdin", is_flag=True, help="Read the new password from standard input.")
+@click.pass_obj
+def user_password(obj: CliContext, username: str, password_stdin: bool) -> None:
+    """Set a new password; every open session of that user ends.
+
+    \b
+    Example:
+      caveat user password alice
+    """
+    password = _read_password(password_stdin)
+    with obj.session() as s:
+        auth.set_password(s, username, password)
+    click.echo(f"password changed for {username}")
+
+
+@main.group()
+def token() -> None:
+    """API tokens for programs (sent as 'Authorization: Bearer <token>').
+
+    \b
+    Example:
+      caveat token create alice --name importer
+    """
+
+
+@token.command("create")
+@click.argument("username")
+@click.option("--name", required=True, help="What the token is for (shown in listings, used to revoke it).")
+@click.pass_obj
+def token_create(obj: CliContext, username: str, name: str) -> None:
+    """Create an API token for USERNAME and print it once; only its hash is stored.
+
+    \b
+    Example:
+      caveat token create alice --name importer
+    """
+    with obj.session() as s:
+        plaintext = auth.create_token(s, username, name)
+    click.echo(plaintext)
+    click.echo("(shown once; store it now)", err=True)
+
+
+@token.command("revoke")
+@click.argument("username")
+@click.option("--name", required=True, help="Name the token was created with.")
+@click.pass_obj
+def token_revoke(obj: CliContext, username: str, name: str) -> None:
+    """Revoke USERNAME's live tokens with this name.
+
+    \b
+    Example:
+      caveat token revoke alice --name importer
+    """
+    with obj.session() as s:
+        n = auth.revoke_token(s, username, name)
+    click.echo(f"revoked {n} token(s)")

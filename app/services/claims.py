@@ -1,0 +1,280 @@
+"""Store one snapshot's ParseResult: entries, immutable versions with provenance, recipes, history.
+
+``store_parse(session, source, snapshot, result)`` compares each parsed row with what the entry held
+*as of that snapshot* (the newest version, by version number, whose snapshot is not later) and writes
+a new ``EntryVersion`` only where the fields differ, with ``changed_fields`` = ``{field: [old, new]}``
+against the entry's previous version. Nothing is overwritten or deleted: rows absent from the
+snapshot mark their entries ``gone``. A snapshot where nothing parsed changes nothing.
+
+Writes are batched (``insert ... returning`` and executemany updates): a 2,000-row leaderboard is a
+handful of statements. The service flushes; the caller commits.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy import insert, select, update
+from sqlalchemy.orm import Session
+
+from app.models import Entry, EntryVersion, Recipe, Snapshot, Source, utcnow
+from app.services.identity import entry_keys, recipe_id_for, recipe_key
+
+# Entry columns that mirror the current version's fields (for filters and sorting).
+DENORMALISED = {
+    "model": str, "hardware": str, "gpu_count": int, "engine": str, "engine_version": str,
+    "quantization": str, "headline_tps": float, "steady_low": float, "steady_high": float,
+    "draft_tokens": int, "acceptance_rate": float, "concurrency": int, "notes": str,
+}
+CHUNK = 500
+
+
+@dataclass
+class StoreSummary:
+    new: int = 0
+    changed: int = 0
+    unchanged: int = 0
+    gone: int = 0
+    parsed: int = 0
+    warnings: list[str] = field(default_factory=list)
+    entry_ids: list[int] = field(default_factory=list)  # every entry seen in this snapshot
+
+    def add(self, other: "StoreSummary") -> None:
+        self.new += other.new
+        self.changed += other.changed
+        self.unchanged += other.unchanged
+        self.gone += other.gone
+        self.parsed += other.parsed
+        self.warnings += other.warnings
+        self.entry_ids = list(dict.fromkeys(self.entry_ids + other.entry_ids))
+
+
+@dataclass
+class _Version:
+    order: tuple  # (snapshot timestamp, snapshot id)
+    version_no: int
+    fields: dict
+    extra: dict
+
+
+@dataclass
+class _Known:
+    entry_id: int
+    gone: bool
+    versions: list[_Version]
+
+    def current(self) -> _Version | None:
+        return max(self.versions, key=lambda v: v.version_no) if self.versions else None
+
+    def as_of(self, order: tuple) -> _Version | None:
+        older = [v for v in self.versions if v.order <= order]
+        return max(older, key=lambda v: v.version_no) if older else None
+
+
+class SourceState:
+    """What a source's entries hold, loaded once and kept current while snapshots are stored."""
+
+    def __init__(self, source_id: int | None, known: dict[str, _Known]):
+        self.source_id = source_id
+        self.known = known
+
+    @classmethod
+    def load(cls, session: Session, source_id: int | None, *, all_versions: bool = False) -> "SourceState":
+        """``all_versions=False`` loads only current versions (enough when the snapshot is the newest)."""
+        cond = Entry.source_id.is_(None) if source_id is None else Entry.source_id == source_id
+        known: dict[str, _Known] = {}
+        for eid, key, gone in session.execute(select(Entry.id, Entry.entry_key, Entry.gone).where(cond)):
+            known[key] = _Known(eid, gone, [])
+        by_id = {k.entry_id: k for k in known.values()}
+        q = (
+            select(EntryVersion.entry_id, EntryVersion.version_no, EntryVersion.fields, EntryVersion.extra,
+                   Snapshot.timestamp, Snapshot.id)
+            .join(Entry, Entry.id == EntryVersion.entry_id)
+            .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
+            .where(cond)
+        )
+        if not all_versions:
+            q = q.where(EntryVersion.id == Entry.current_version_id)
+        for eid, no, flds, extra, ts, sid in session.execute(q):
+            by_id[eid].versions.append(_Version((ts, sid), no, flds or {}, extra or {}))
+        return cls(source_id, known)
+
+
+def _jsonable(value: Any) -> Any:
+    """A value as it round-trips through a JSON column (tuples become lists, NaN becomes None)."""
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def _clean(fields: dict) -> dict:
+    return json.loads(json.dumps({k: _jsonable(v) for k, v in fields.items() if v is not None}))
+
+
+def _coerce(name: str, value: Any, warnings: list[str]) -> Any:
+    kind = DENORMALISED[name]
+    if value is None:
+        return None
+    try:
+        if kind is int:
+            f = float(value)
+            if not f.is_integer():
+                raise ValueError
+            return int(f)
+        if kind is float:
+            return float(value)
+        return str(value)
+    except (TypeError, ValueError):
+        warnings.append(f"{name}: {value!r} is not a {kind.__name__}; left out of the entry's columns")
+        return None
+
+
+def denormalised(fields: dict, warnings: list[str]) -> dict:
+    return {name: _coerce(name, fields.get(name), warnings) for name in DENORMALISED}
+
+
+def diff_fields(old: dict, new: dict) -> dict:
+    return {k: [old.get(k), new.get(k)] for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+
+
+def _chunks(seq: list, n: int = CHUNK):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> None:
+    if not recipes:
+        return
+    existing: set[str] = set()
+    for part in _chunks(list(recipes)):
+        existing.update(session.scalars(select(Recipe.recipe_id).where(Recipe.recipe_id.in_(part))))
+    now = utcnow()
+    rows = [
+        {"recipe_id": rid, "key": key, "model": cols["model"], "hardware": cols["hardware"],
+         "gpu_count": cols["gpu_count"], "engine": cols["engine"], "created_at": now}
+        for rid, (key, cols) in recipes.items() if rid not in existing
+    ]
+    if rows:
+        session.execute(insert(Recipe), rows)
+
+
+def store_parse(session: Session, source: Source | None, snapshot: Snapshot, result, *,
+                parser: str | None = None, state: SourceState | None = None) -> StoreSummary:
+    """Store ``result`` (a ``scrapers.fields.ParseResult``) as read from ``snapshot``."""
+    source_id = source.id if source is not None else None
+    state = state or SourceState.load(session, source_id)
+    summary = StoreSummary(parsed=len(result.entries))
+    summary.warnings += [f"page: {w}" for w in result.warnings]
+    if not result.entries:
+        return summary
+
+    order = (snapshot.timestamp, snapshot.id)
+    parser = parser or f"{result.kind}"
+    now = utcnow()
+    cleaned = [_clean(pe.fields) for pe in result.entries]
+    keys = entry_keys(cleaned)
+    recipes: dict[str, dict] = {}
+
+    new_entries, new_versions, changed_updates, touched_known = [], [], [], []
+    for i, (key, pe, flds) in enumerate(zip(keys, result.entries, cleaned)):
+        warnings = list(pe.warnings)
+        cols = denormalised(flds, warnings)
+        rkey = recipe_key(flds)
+        rid = recipe_id_for(rkey) if rkey else None
+        if rid and rid not in recipes:
+            recipes[rid] = (rkey, cols)
+        label = flds.get("model") or flds.get("label") or f"row {i + 1}"
+        summary.warnings += [f"entry {i + 1} ({label}): {w}" for w in warnings]
+        extra = _clean(pe.extra or {})
+        provenance = {k: str(v) for k, v in (pe.quotes or {}).items() if v}
+        if pe.context:
+            provenance["_context"] = pe.context
+        version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
+                   "warnings": warnings or None, "parser": parser, "created_at": now}
+        known = state.known.get(key)
+        if known is None:
+            new_entries.append(({"source_id": source_id, "entry_key": key, "recipe_id": rid,
+                                 "first_snapshot_id": snapshot.id, "last_snapshot_id": snapshot.id,
+                                 "gone": False, "created_at": now, "updated_at": now, **cols},
+                                version, key, flds, extra))
+            continue
+        touched_known.append(known)
+        base = known.as_of(order)
+        if base is not None and base.fields == flds and base.extra == extra:
+            summary.unchanged += 1
+            continue
+        current = known.current()
+        version.update(entry_id=known.entry_id, version_no=(current.version_no + 1) if current else 1,
+                       changed_fields=diff_fields(current.fields if current else {}, flds) or None)
+        if current is not None and current.extra != extra:
+            version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [current.extra, extra]}
+        new_versions.append((version, known, flds, extra))
+        changed_updates.append({"id": known.entry_id, "recipe_id": rid, "updated_at": now, **cols})
+        summary.changed += 1
+
+    _ensure_recipes(session, recipes)
+
+    # New entries, then their first versions.
+    if new_entries:
+        ids = []
+        for part in _chunks(new_entries):
+            ids += session.scalars(
+                insert(Entry).returning(Entry.id, sort_by_parameter_order=True), [row for row, *_ in part]
+            ).all()
+        for eid, (_row, version, key, flds, extra) in zip(ids, new_entries):
+            version.update(entry_id=eid, version_no=1, changed_fields=None)
+            known = _Known(eid, False, [])
+            state.known[key] = known
+            new_versions.append((version, known, flds, extra))
+        summary.new = len(new_entries)
+
+    current_updates = []
+    for part in _chunks(new_versions):
+        vids = session.scalars(
+            insert(EntryVersion).returning(EntryVersion.id, sort_by_parameter_order=True), [v for v, *_ in part]
+        ).all()
+        for vid, (version, known, flds, extra) in zip(vids, part):
+            known.versions.append(_Version(order, version["version_no"], flds, extra))
+            current_updates.append({"id": known.entry_id, "current_version_id": vid})
+
+    by_id = {u["id"]: u for u in changed_updates}
+    for u in current_updates:
+        by_id.setdefault(u["id"], {"id": u["id"]})["current_version_id"] = u["current_version_id"]
+    if by_id:
+        for part in _chunks(list(by_id.values())):
+            _bulk_update(session, part)
+
+    seen_ids = [k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries]
+    for part in _chunks([k.entry_id for k in touched_known]):
+        session.execute(update(Entry).where(Entry.id.in_(part)).values(last_snapshot_id=snapshot.id, gone=False))
+    for k in touched_known:
+        k.gone = False
+
+    seen = set(seen_ids)
+    gone = [k for k in state.known.values() if k.entry_id not in seen and not k.gone]
+    for part in _chunks([k.entry_id for k in gone]):
+        session.execute(update(Entry).where(Entry.id.in_(part)).values(gone=True, updated_at=now))
+    for k in gone:
+        k.gone = True
+    summary.gone = len(gone)
+    summary.entry_ids = seen_ids
+    session.flush()
+    return summary
+
+
+def _bulk_update(session: Session, rows: list[dict]) -> None:
+    """Executemany UPDATE by primary key; rows are grouped by their set of columns."""
+    groups: dict[tuple, list[dict]] = {}
+    for r in rows:
+        groups.setdefault(tuple(sorted(r)), []).append(r)
+    for group in groups.values():
+        session.execute(update(Entry), group)

@@ -1,0 +1,236 @@
+"""Crawl and reparse: capture each source, parse the archived snapshot, store the claims, audit them.
+
+Nothing here aborts a run. Each source runs in its own transactions, and whatever goes wrong with it
+(a refused fetch, an error page, a parser crash, a page where nothing parses) is recorded on its
+``Crawl`` row and on the ``Source`` (``last_status``/``last_error``/``last_warnings``) before the next
+source starts. The snapshot is kept in every case: capture commits it before parsing begins.
+
+Statuses: ``ok``, ``warnings`` (stored, with per-field parse warnings), ``empty`` (archived, but
+nothing parsed; existing entries are left as they were), ``failed`` (not captured, error page, or
+parser/store error). ``empty`` and ``failed`` count as failures for the exit code.
+
+``reparse`` re-reads every archived snapshot of a source in time order without fetching anything
+and writes a new version only where the parse differs from what the entry held at that snapshot.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from sqlalchemy import or_, select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.db import Database
+from app.errors import NotFound
+from app.models import Crawl, Snapshot, Source, utcnow
+from app.services.claims import SourceState, StoreSummary, store_parse
+from app.services.sources import get_source, list_sources, set_guessed_kind
+
+FAILED = ("failed", "empty")
+MAX_KEPT_WARNINGS = 200
+
+Progress = Callable[[str, "SourceReport"], None]
+
+
+@dataclass
+class SourceReport:
+    name: str
+    url: str
+    status: str = "running"
+    kind: str | None = None
+    kind_note: str | None = None   # "guessed html (content type text/html)"
+    snapshot: str | None = None    # citation id of the snapshot parsed last
+    snapshots: int = 0
+    error: str | None = None
+    summary: StoreSummary = field(default_factory=StoreSummary)
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED
+
+
+def _noop(event: str, report: SourceReport) -> None:
+    pass
+
+
+def parse_snapshot(session: Session, source: Source, snapshot: Snapshot, stored, report: SourceReport):
+    """Parse one archived response with the source's kind, guessing (and saving) the kind if unset."""
+    import scrapers
+
+    content_type = _content_type(stored)
+    if source.kind is None:
+        kind, reason = scrapers.guess_kind(stored.body, content_type)
+        set_guessed_kind(session, source, kind)
+        report.kind_note = f"guessed kind {kind} ({reason})"
+    report.kind = source.kind
+    return scrapers.parse(stored.body, kind=source.kind, content_type=content_type, url=snapshot.url)
+
+
+def _content_type(stored) -> str | None:
+    headers = getattr(stored, "headers", None) or {}
+    items = headers.items() if hasattr(headers, "items") else headers
+    for k, v in items:
+        if str(k).lower() == "content-type":
+            return v
+    return getattr(stored, "mime", None)
+
+
+def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport) -> None:
+    if not entry_ids:
+        return
+    try:
+        from app.services.audit import audit_entries
+    except ImportError:
+        return
+    try:
+        with session.begin_nested():
+            audit_entries(session, settings, entry_ids)
+    except Exception as exc:  # an audit bug must not lose the parsed claims
+        report.summary.warnings.append(f"audit: {type(exc).__name__}: {exc}; run `caveat reparse` after fixing")
+
+
+def _finish(db: Database, source_id: int, crawl_id: int, report: SourceReport, snapshot_id: int | None) -> None:
+    s = report.summary
+    if report.status == "running":
+        report.status = "warnings" if s.warnings else "ok"
+    with db.session() as session:
+        crawl = session.get(Crawl, crawl_id)
+        crawl.status, crawl.finished_at, crawl.error = report.status, utcnow(), report.error
+        crawl.snapshot_id = snapshot_id
+        crawl.entries_new, crawl.entries_changed, crawl.entries_unchanged = s.new, s.changed, s.unchanged
+        crawl.warnings = s.warnings[:MAX_KEPT_WARNINGS] or None
+        src = session.get(Source, source_id)
+        src.last_crawl_at, src.last_status, src.last_error = utcnow(), report.status, report.error
+        src.last_warnings = s.warnings[:MAX_KEPT_WARNINGS] or None
+
+
+def _start(db: Database, source: Source, kind: str) -> int:
+    with db.session() as session:
+        crawl = Crawl(source_id=source.id, kind=kind, status="running")
+        session.add(crawl)
+        session.flush()
+        return crawl.id
+
+
+def crawl_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop) -> SourceReport:
+    from app.services.capture import capture_urls
+    from app.services.snapshots import load_record
+
+    report = SourceReport(source.name, source.url, kind=source.kind)
+    crawl_id = _start(db, source, "crawl")
+    snapshot_id = None
+    try:
+        progress("capture", report)
+        result = capture_urls(db, [source.url], source_id=source.id)[0]
+        snap = getattr(result, "snapshot", None)
+        snapshot_id = snap.id if snap is not None else None
+        report.snapshot = snap.citation_id if snap is not None else None
+        if getattr(result, "error", None) or snap is None:
+            report.status, report.error = "failed", f"capture failed: {result.error or 'nothing archived'}"
+            return report
+        status = result.status or snap.status
+        if status is not None and status >= 400:
+            report.status = "failed"
+            report.error = (f"the server answered HTTP {status}; the response is archived as {snap.citation_id} "
+                            f"but was not parsed. Check the URL with `caveat source list`.")
+            return report
+        report.snapshots = 1
+        stored = load_record(settings, snap)
+        progress("parse", report)
+        with db.session() as session:
+            src = session.get(Source, source.id)
+            snapshot = session.get(Snapshot, snap.id)
+            parsed = parse_snapshot(session, src, snapshot, stored, report)
+            report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind)
+            _audit(session, settings, report.summary.entry_ids, report)
+        if report.summary.parsed == 0:
+            report.status = "empty"
+            report.error = (f"nothing parsed as {report.kind} from snapshot {report.snapshot}; it is kept. "
+                            f"If the kind is wrong, re-add the source with --kind and run `caveat reparse`.")
+    except Exception as exc:  # one source's failure never stops the others
+        report.status, report.error = "failed", f"{type(exc).__name__}: {exc}"
+        if report.snapshot:
+            report.error += f" (snapshot {report.snapshot} is kept; `caveat reparse` retries it)"
+    finally:
+        _finish(db, source.id, crawl_id, report, snapshot_id)
+        progress("done", report)
+    return report
+
+
+def select_sources(db: Database, names: list[str] | None) -> list[Source]:
+    with db.session() as session:
+        if not names:
+            return list_sources(session)
+        found, missing = [], []
+        for n in names:
+            try:
+                found.append(get_source(session, n))
+            except NotFound:
+                missing.append(n)
+        if missing:
+            raise NotFound(f"No source named {', '.join(repr(m) for m in missing)}. "
+                           f"`caveat source list` shows the sources; `caveat source add NAME URL` adds one.")
+        return found
+
+
+def crawl(db: Database, settings: Settings, names: list[str] | None = None,
+          progress: Progress = _noop) -> list[SourceReport]:
+    return [crawl_one(db, settings, src, progress) for src in select_sources(db, names)]
+
+
+def _archived(session: Session, source_id: int) -> list[Snapshot]:
+    q = (
+        select(Snapshot)
+        .where(Snapshot.source_id == source_id, Snapshot.redirect_to.is_(None),
+               or_(Snapshot.status.is_(None), Snapshot.status < 300))
+        .order_by(Snapshot.timestamp, Snapshot.id)
+    )
+    return list(session.scalars(q))
+
+
+def reparse_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop) -> SourceReport:
+    from app.services.snapshots import load_record
+
+    report = SourceReport(source.name, source.url, kind=source.kind)
+    crawl_id = _start(db, source, "reparse")
+    last_id = None
+    try:
+        progress("parse", report)
+        with db.session() as session:
+            src = session.get(Source, source.id)
+            state = SourceState.load(session, src.id, all_versions=True)
+            seen: list[int] = []
+            for snapshot in _archived(session, src.id):
+                report.snapshots += 1
+                try:
+                    stored = load_record(settings, snapshot)
+                    with session.begin_nested():
+                        parsed = parse_snapshot(session, src, snapshot, stored, report)
+                        one = store_parse(session, src, snapshot, parsed, parser=parsed.kind, state=state)
+                except Exception as exc:
+                    report.summary.warnings.append(f"snapshot {snapshot.citation_id}: {type(exc).__name__}: {exc}")
+                    state = SourceState.load(session, src.id, all_versions=True)
+                    continue
+                one.warnings = [f"{snapshot.citation_id}: {w}" for w in one.warnings]
+                report.summary.add(one)
+                if one.parsed:
+                    seen = one.entry_ids
+                last_id, report.snapshot = snapshot.id, snapshot.citation_id
+            _audit(session, settings, seen, report)
+        if report.snapshots == 0:
+            report.status, report.error = "empty", "no archived snapshots yet; run `caveat crawl` first."
+        elif report.summary.parsed == 0:
+            report.status, report.error = "empty", f"nothing parsed from {report.snapshots} snapshot(s)."
+    except Exception as exc:
+        report.status, report.error = "failed", f"{type(exc).__name__}: {exc}"
+    finally:
+        _finish(db, source.id, crawl_id, report, last_id)
+        progress("done", report)
+    return report
+
+
+def reparse(db: Database, settings: Settings, name: str | None = None,
+            progress: Progress = _noop) -> list[SourceReport]:
+    return [reparse_one(db, settings, src, progress) for src in select_sources(db, [name] if name else None)]

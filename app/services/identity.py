@@ -1,0 +1,150 @@
+"""Stable names for parsed claims: the ``entry_key`` of a row within its source and the ``recipe_id``
+shared by every run of one configuration.
+
+Both are hashes of normalised field values, so they come out the same on every re-crawl and
+re-parse, whatever the page's capitalisation, spacing or GPU naming ("RTX PRO 6000 Blackwell" and
+"rtx pro 6000" name the same card).
+
+- ``entry_key``: the identifying fields below plus an ordinal among rows with the same identity, in
+  page order (the seed's ladder has two runs at draft 20: ordinals 0 and 1).
+- ``recipe_id``: ``"r-"`` + 12 hex digits over the configuration *without* the draft width, the
+  headline, the notes, the steady state or anything else that varies between the runs of a ladder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from functools import lru_cache
+from typing import Any, Iterable
+
+# Fields that tell one row of a page from another and are unlikely to be edited in place.
+IDENTITY_FIELDS = (
+    "model", "hardware", "gpu_count", "engine", "quantization", "draft_tokens", "test",
+    "concurrency", "submitter", "label",
+)
+
+# The configuration of a recipe: everything about *what was run*, except the draft width.
+RECIPE_FIELDS = (
+    "model", "hardware", "gpu_count", "engine", "engine_version", "quantization",
+    "tp", "pp", "ep", "dcp", "concurrency", "context_length", "spec_method", "proposer",
+    "test", "gen_tokens", "prompt_tokens", "clocks", "power", "submitter",
+)
+
+# Words that do not change which accelerator is meant.
+_HARDWARE_NOISE = {
+    "nvidia", "geforce", "blackwell", "hopper", "ampere", "lovelace", "gpu", "gpus",
+    "edition", "workstation", "graphics", "card",
+}
+_SPACE = re.compile(r"\s+")
+_NON_WORD = re.compile(r"[^0-9a-z.+]+")
+_COUNT_PREFIX = re.compile(r"^\s*\d+\s*[x×]\s*", re.I)
+
+
+def norm_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    text = _SPACE.sub(" ", str(value)).strip().lower()
+    return text or None
+
+
+def norm_model(value: Any) -> str | None:
+    text = norm_text(value)
+    if text is None:
+        return None
+    text = text.rsplit("/", 1)[-1]  # "zai-org/GLM-5.3-Flash" and "GLM-5.3-Flash" are one model
+    text = re.sub(r"[\s_]+", "-", text)
+    return text.strip("-") or None
+
+
+def norm_hardware(value: Any) -> str | None:
+    text = norm_text(value)
+    if text is None:
+        return None
+    text = _COUNT_PREFIX.sub("", text)  # "2x RTX PRO 6000" -> the count lives in gpu_count
+    words = [w for w in _NON_WORD.split(text) if w and w not in _HARDWARE_NOISE]
+    return " ".join(words) or None
+
+
+def norm_token(value: Any) -> str | None:
+    """Engines, quantizations, tests: case, spaces and punctuation do not matter ("llama.cpp" = "LlamaCPP")."""
+    text = norm_text(value)
+    if text is None:
+        return None
+    return re.sub(r"[^0-9a-z]+", "", text) or None
+
+
+def norm_number(value: Any) -> Any:
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, (int, float)):
+        f = float(value)
+        return int(f) if f.is_integer() else round(f, 6)
+    return norm_text(value)
+
+
+_NORMALISERS = {
+    "model": norm_model,
+    "hardware": norm_hardware,
+    "engine": norm_token,
+    "quantization": norm_token,
+    "test": norm_token,
+    "spec_method": norm_token,
+    "engine_version": lambda v: (norm_text(v) or "").lstrip("v") or None,
+}
+
+
+@lru_cache(maxsize=65536)
+def _normalise_cached(name: str, value: Any) -> Any:
+    fn = _NORMALISERS.get(name)
+    if fn is not None:
+        return fn(value)
+    return norm_number(value)
+
+
+def normalise(name: str, value: Any) -> Any:
+    if value is None:
+        return None
+    try:
+        return _normalise_cached(name, value)
+    except TypeError:  # unhashable (a list): not cached
+        pass
+    fn = _NORMALISERS.get(name)
+    if fn is not None:
+        return fn(value)
+    return norm_number(value)
+
+
+def _digest(payload: dict) -> str:
+    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def identity_of(fields: dict) -> str:
+    """The ordinal-free identity hash of one parsed row."""
+    return _digest({k: normalise(k, fields.get(k)) for k in IDENTITY_FIELDS})
+
+
+def entry_keys(rows: Iterable[dict]) -> list[str]:
+    """``entry_key`` for each row, in page order: identity hash (32 hex) + ``:`` + ordinal."""
+    seen: dict[str, int] = {}
+    keys = []
+    for fields in rows:
+        ident = identity_of(fields)[:32]
+        n = seen.get(ident, 0)
+        seen[ident] = n + 1
+        keys.append(f"{ident}:{n}")
+    return keys
+
+
+def recipe_key(fields: dict) -> dict | None:
+    """The normalised configuration of a row, or None when it names neither model nor hardware."""
+    key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS}
+    if key["model"] is None and key["hardware"] is None:
+        return None
+    return {k: v for k, v in key.items() if v is not None}
+
+
+def recipe_id_for(key: dict) -> str:
+    return "r-" + _digest(key)[:12]

@@ -1,0 +1,244 @@
+"""Fetch one URL with httpx, following redirects by hand, keeping the bytes exactly as transferred.
+
+Every hop of a redirect chain is a :class:`Hop`: the request as sent, the status line and headers
+as received, and the body from ``iter_raw()`` (still ``Content-Encoding``-encoded, de-chunked) spooled
+to memory or disk while it streams, never read whole first. Limits raise :class:`FetchError` with a
+message that names the setting to change: connect/read timeouts, the body size limit, the redirect
+limit, http/https only, and internal addresses refused after DNS resolution for every connection
+(so every redirect hop too) unless private addresses are allowed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import ipaddress
+import socket
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import BinaryIO
+from urllib.parse import urljoin, urlsplit
+
+import httpcore
+import httpx
+
+CHUNK = 64 * 1024
+SPOOL_IN_MEMORY = 1024 * 1024
+REDIRECTS = {301, 302, 303, 307, 308}
+
+
+class FetchError(Exception):
+    def __init__(self, url: str, message: str, kind: str = "fetch"):
+        super().__init__(f"{url}: {message}")
+        self.url = url
+        self.message = message
+        self.kind = kind
+
+
+def address_problem(ip_text: str) -> str | None:
+    """Why an address is internal (``"loopback"``, ``"private"``...), or None for a public one."""
+    ip = ipaddress.ip_address(ip_text.split("%", 1)[0])
+    if ip.version == 6 and ip.ipv4_mapped:
+        ip = ip.ipv4_mapped
+    for name in ("loopback", "private", "link_local", "multicast", "reserved", "unspecified"):
+        if getattr(ip, f"is_{name}"):
+            return name.replace("_", "-")
+    if not ip.is_global:
+        return "not globally routable"
+    return None
+
+
+class GuardedBackend(httpcore.SyncBackend):
+    """Resolves the host itself, refuses internal addresses, then connects to a checked address."""
+
+    def __init__(self, allow_private: bool):
+        super().__init__()
+        self.allow_private = allow_private
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        try:
+            infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise FetchError(host, f"cannot resolve host name ({exc.strerror})", "dns") from None
+        addresses = list(dict.fromkeys(info[4][0] for info in infos))
+        allowed, refused = [], []
+        for addr in addresses:
+            problem = None if self.allow_private else address_problem(addr)
+            (refused if problem else allowed).append((addr, problem))
+        if not allowed:
+            addr, problem = refused[0]
+            raise FetchError(host, f"refused: {host} resolves to {addr}, a {problem} address. Caveat only "
+                             "fetches public addresses; set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal "
+                             "ones", "address")
+        last: Exception | None = None
+        for addr, _ in allowed:
+            try:
+                return super().connect_tcp(addr, port, timeout, local_address, socket_options)
+            except httpcore.ConnectError as exc:
+                last = exc
+        raise last  # type: ignore[misc]
+
+
+@dataclass
+class Hop:
+    url: str
+    started_at: datetime
+    request_head: bytes
+    status: int
+    reason: str
+    http_version: str
+    headers: list[tuple[str, str]]
+    body: BinaryIO
+    body_length: int
+    sha256: bytes
+    ip: str | None = None
+    location: str | None = None
+
+    def header(self, name: str) -> str | None:
+        name = name.lower()
+        return next((v for k, v in self.headers if k.lower() == name), None)
+
+    @property
+    def mime(self) -> str | None:
+        value = self.header("Content-Type")
+        return value.split(";", 1)[0].strip().lower() or None if value else None
+
+    def stored_head(self) -> bytes:
+        """Status line and headers as received, minus ``Transfer-Encoding`` (the body is stored
+        de-chunked) and with ``Content-Length`` set to the number of body bytes stored."""
+        lines = [f"{self.http_version} {self.status} {self.reason}".rstrip()]
+        length_done = False
+        for k, v in self.headers:
+            low = k.lower()
+            if low == "transfer-encoding":
+                continue
+            if low == "content-length":
+                if length_done:
+                    continue
+                v, length_done = str(self.body_length), True
+            lines.append(f"{k}: {v}")
+        if not length_done:
+            lines.append(f"Content-Length: {self.body_length}")
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+    def close(self) -> None:
+        self.body.close()
+
+
+@dataclass
+class Limits:
+    connect_timeout: float = 10.0
+    read_timeout: float = 30.0
+    max_body_bytes: int = 50 * 1024 * 1024
+    max_redirects: int = 10
+    allow_private: bool = False
+    user_agent: str = "Caveat"
+
+
+@dataclass
+class Fetcher:
+    """One shared, thread-safe httpx client with the address guard installed."""
+
+    limits: Limits
+    client: httpx.Client = field(init=False)
+
+    def __post_init__(self):
+        lim = self.limits
+        transport = httpx.HTTPTransport(retries=0)
+        pool = transport._pool  # httpx exposes no hook for the network backend; set it on the pool
+        if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
+            raise RuntimeError("httpx transport layout changed: cannot install the address guard")
+        pool._network_backend = GuardedBackend(lim.allow_private)
+        timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
+                                pool=lim.connect_timeout)
+        self.client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False,
+                                   trust_env=False, headers={"User-Agent": lim.user_agent})
+
+    def close(self) -> None:
+        self.client.close()
+
+    def fetch(self, url: str) -> list[Hop]:
+        """Fetch ``url`` and every redirect after it; on error, close what was fetched and raise."""
+        hops: list[Hop] = []
+        current = url
+        try:
+            while True:
+                hop = self._fetch_one(current)
+                hops.append(hop)
+                if not hop.location:
+                    return hops
+                if len(hops) > self.limits.max_redirects:
+                    raise FetchError(url, f"more than {self.limits.max_redirects} redirects (last to "
+                                     f"{hop.location}); raise CAVEAT_MAX_REDIRECTS to follow more", "redirects")
+                current = hop.location
+        except BaseException:
+            for h in hops:
+                h.close()
+            raise
+
+    def _check_url(self, url: str) -> None:
+        parts = urlsplit(url)
+        if parts.scheme.lower() not in ("http", "https"):
+            raise FetchError(url, f"only http and https URLs can be captured, not {parts.scheme or 'no scheme'!r}; "
+                             "write the URL with http:// or https://", "scheme")
+        if not parts.hostname:
+            raise FetchError(url, "the URL has no host name", "scheme")
+
+    def _fetch_one(self, url: str) -> Hop:
+        self._check_url(url)
+        lim = self.limits
+        started = datetime.now(timezone.utc)
+        try:
+            with self.client.stream("GET", url) as r:
+                declared = r.headers.get("content-length")
+                if declared and declared.strip().isdigit() and int(declared) > lim.max_body_bytes:
+                    raise FetchError(url, f"the body is {int(declared):,} bytes, over the limit of "
+                                     f"{lim.max_body_bytes:,}; raise CAVEAT_MAX_BODY_BYTES to store it", "size")
+                spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
+                try:
+                    digest = hashlib.sha256()
+                    size = 0
+                    for chunk in r.iter_raw(CHUNK):
+                        size += len(chunk)
+                        if size > lim.max_body_bytes:
+                            raise FetchError(url, f"the body passed the limit of {lim.max_body_bytes:,} bytes "
+                                             "while streaming; raise CAVEAT_MAX_BODY_BYTES to store it", "size")
+                        digest.update(chunk)
+                        spool.write(chunk)
+                except BaseException:
+                    spool.close()
+                    raise
+                stream = r.extensions.get("network_stream")
+                addr = stream.get_extra_info("server_addr") if stream is not None else None
+                req = r.request
+                target = req.url.raw_path.decode("ascii")
+                req_lines = [f"GET {target} HTTP/1.1"]
+                req_lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in req.headers.raw]
+                location = r.headers.get("location") if r.status_code in REDIRECTS else None
+                reason = r.extensions.get("reason_phrase", b"")
+                return Hop(
+                    url=url, started_at=started,
+                    request_head=("\r\n".join(req_lines) + "\r\n\r\n").encode("latin-1"),
+                    status=r.status_code,
+                    reason=reason.decode("latin-1") if isinstance(reason, bytes) else str(reason),
+                    http_version=r.http_version or "HTTP/1.1",
+                    headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in r.headers.raw],
+                    body=spool, body_length=size, sha256=digest.digest(),
+                    ip=addr[0] if addr else None,
+                    location=urljoin(url, location) if location else None,
+                )
+        except FetchError as exc:
+            if exc.url != url and exc.kind in ("address", "dns"):
+                raise FetchError(url, exc.message, exc.kind) from None
+            raise
+        except httpx.ConnectTimeout:
+            raise FetchError(url, f"no connection within {lim.connect_timeout:g} s; raise CAVEAT_CONNECT_TIMEOUT "
+                             "if the site is slow", "timeout") from None
+        except (httpx.ReadTimeout, httpx.WriteTimeout, httpx.PoolTimeout):
+            raise FetchError(url, f"the server sent nothing for {lim.read_timeout:g} s; raise CAVEAT_READ_TIMEOUT "
+                             "if the site is slow", "timeout") from None
+        except httpx.ConnectError as exc:
+            raise FetchError(url, f"could not connect ({exc}); check the host name and that the site is up",
+                             "connect") from None
+        except httpx.HTTPError as exc:
+            raise FetchError(url, f"the HTTP exchange failed ({type(exc).__name__}: {exc})", "http") from None

@@ -1,0 +1,158 @@
+"""Parse-and-store speed: a 2,000-entry HTML leaderboard and a 2,000-entry JSON response, from the archive.
+
+Both documents are served by a local HTTP server, captured into WARC with ``capture_urls``, read back
+with ``load_record``, then timed: ``scrapers.parse`` + ``store_parse`` + commit, on a fresh SQLite
+database (first store: every entry new), and again on a second snapshot (every entry unchanged).
+The peer for the table step is ``pandas.read_html`` on the same archived HTML, in the same run.
+
+    .venv/bin/python bench/parse.py [--entries 2000] [--repeat 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from app.config import Settings  # noqa: E402
+from app.db import Database  # noqa: E402
+from app.models import Snapshot, Source  # noqa: E402
+from tests.helpers import LocalServer  # noqa: E402
+
+MODELS = ["GLM-5.3-Flash", "Qwen3-235B-A22B", "Llama-3.3-70B", "DeepSeek-V3.1", "gpt-oss-120b", "Mistral-Large-3"]
+GPUS = ["RTX PRO 6000 Blackwell", "H100 SXM", "RTX 5090", "MI300X", "L40S", "A100 80GB"]
+ENGINES = [("SGLang", "0.5.4"), ("vLLM", "0.11.0"), ("llama.cpp", "b6500"), ("TensorRT-LLM", "1.1.0")]
+QUANTS = ["NVFP4", "FP8", "Q4_K_M", "AWQ", "BF16"]
+
+
+def rows(n: int, seed: int = 7) -> list[dict]:
+    rnd = random.Random(seed)
+    out = []
+    for i in range(n):
+        eng, ver = rnd.choice(ENGINES)
+        draft = rnd.choice([None, 4, 8, 12, 20, 28, 64])
+        tps = round(rnd.uniform(20, 1200), 1)
+        out.append({
+            "model": rnd.choice(MODELS), "gpu": rnd.choice(GPUS), "gpus": rnd.choice([1, 2, 4, 8]),
+            "engine": eng, "version": ver, "quant": rnd.choice(QUANTS), "draft": draft, "tps": tps,
+            "submitter": f"user{i}",
+            "notes": rnd.choice(["", "steady state 373-391 tok/s", "batch 1, 8k context", "clocks locked"]),
+        })
+    return out
+
+
+def html_page(data: list[dict]) -> str:
+    head = ("<tr><th>Model</th><th>GPU</th><th>GPUs</th><th>Engine</th><th>Version</th><th>Quantization</th>"
+            "<th>Draft tokens</th><th>Tokens/s</th><th>Submitter</th><th>Notes</th></tr>")
+    body = "".join(
+        f"<tr><td>{r['model']}</td><td>{r['gpu']}</td><td>{r['gpus']}</td><td>{r['engine']}</td>"
+        f"<td>{r['version']}</td><td>{r['quant']}</td><td>{r['draft'] if r['draft'] else ''}</td>"
+        f"<td>{r['tps']:,}</td><td>{r['submitter']}</td><td>{r['notes']}</td></tr>"
+        for r in data
+    )
+    return (f"<!doctype html><html><head><title>Leaderboard</title></head><body><h1>Decode speed</h1>"
+            f"<table><thead>{head}</thead><tbody>{body}</tbody></table></body></html>")
+
+
+def json_page(data: list[dict]) -> str:
+    return json.dumps({"entries": [
+        {"hfId": f"org/{r['model']}", "hardware": {"gpuName": r["gpu"], "gpuCount": r["gpus"]},
+         "engineName": r["engine"], "engineVersion": r["version"], "quantization": r["quant"],
+         "tokSOut": r["tps"], "engineFlags": {"specDraftTokens": r["draft"], "concurrency": 1},
+         "submitter": r["submitter"], "notes": r["notes"], "rank": i + 1}
+        for i, r in enumerate(data)
+    ]})
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--entries", type=int, default=2000)
+    ap.add_argument("--repeat", type=int, default=3, help="best of N")
+    args = ap.parse_args()
+
+    import pandas
+    import scrapers
+    from app.services.capture import capture_urls
+    from app.services.claims import store_parse
+    from app.services.snapshots import load_record
+
+    data = rows(args.entries)
+    tmp = Path(tempfile.mkdtemp(prefix="caveat-bench-"))
+    settings = Settings(data_dir=tmp, allow_private_addresses=True)
+    for d in (settings.warc_dir, settings.index_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    db = Database(settings)
+    db.upgrade()
+    srv = LocalServer()
+    srv.start()
+    try:
+        urls = {
+            "html": srv.route("/board.html", html_page(data)),
+            "json": srv.route("/api/leaderboard", json_page(data), content_type="application/json"),
+        }
+        captured = {k: capture_urls(db, [u])[0] for k, u in urls.items()}
+        stored = {k: load_record(settings, r.snapshot) for k, r in captured.items()}
+
+        results = {}
+        for kind in ("html", "json"):
+            best = {"parse": 1e9, "store_new": 1e9, "store_same": 1e9}
+            n_entries = 0
+            for rep in range(args.repeat):
+                body = stored[kind].body
+                t0 = time.perf_counter()
+                parsed = scrapers.parse(body, kind=kind, content_type=stored[kind].mime, url=urls[kind])
+                t1 = time.perf_counter()
+                with db.session() as s:
+                    src = Source(name=f"{kind}-{rep}", url=urls[kind], kind=kind)
+                    s.add(src)
+                    s.flush()
+                    snap = s.get(Snapshot, captured[kind].snapshot.id)
+                    summary = store_parse(s, src, snap, parsed)
+                t2 = time.perf_counter()
+                # the same page again: every entry unchanged (compare only, no new versions)
+                with db.session() as s:
+                    src = s.get(Source, src.id)
+                    again = store_parse(s, src, s.get(Snapshot, captured[kind].snapshot.id), parsed)
+                t3 = time.perf_counter()
+                assert summary.new == len(parsed.entries) and again.unchanged == len(parsed.entries)
+                n_entries = len(parsed.entries)
+                best = {"parse": min(best["parse"], t1 - t0), "store_new": min(best["store_new"], t2 - t1),
+                        "store_same": min(best["store_same"], t3 - t2)}
+            results[kind] = (n_entries, best)
+
+        html_body = stored["html"].body
+        html_text = html_body.decode("utf-8") if isinstance(html_body, bytes) else html_body
+        peer = 1e9
+        for _ in range(args.repeat):
+            t0 = time.perf_counter()
+            frames = pandas.read_html(io.StringIO(html_text))
+            peer = min(peer, time.perf_counter() - t0)
+        peer_rows = len(frames[0])
+    finally:
+        srv.stop()
+        db.dispose()
+
+    print(f"parse + store, SQLite, {args.entries} rows, best of {args.repeat}")
+    print(f"{'kind':<6} {'entries':>7} {'parse s':>8} {'store s':>8} {'total s':>8} {'entries/s':>10} "
+          f"{'re-store s':>10}")
+    for kind, (n, b) in results.items():
+        total = b["parse"] + b["store_new"]
+        print(f"{kind:<6} {n:>7} {b['parse']:>8.3f} {b['store_new']:>8.3f} {total:>8.3f} {n / total:>10,.0f} "
+              f"{b['store_same']:>10.3f}")
+    n_html, b_html = results["html"]
+    print(f"peer: pandas.read_html on the same table: {peer:.3f} s for {peer_rows} rows "
+          f"({peer_rows / peer:,.0f} rows/s); scrapers html parse alone: {b_html['parse']:.3f} s "
+          f"({n_html / b_html['parse']:,.0f} rows/s)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,186 @@
+"""Storing parse results: entry identity, versions with provenance, change history, recipes, ladders.
+
+These tests hand-make ParseResults (the parsers are tested in tests/test_scrapers*.py) and store them
+against snapshot rows, on SQLite and on PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import datetime, timezone
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import Database
+from app.models import Entry, EntryVersion, Recipe, Snapshot
+from app.services.claims import SourceState, store_parse
+from app.services.identity import entry_keys, recipe_id_for, recipe_key
+from app.services.sources import add_source
+from scrapers.fields import ParsedEntry, ParseResult
+
+_ids = itertools.count(1)
+
+LADDER = [(8, 300.7), (12, 443.1), (20, 482.4), (20, 514.3), (28, 808.5), (64, 1004.9)]
+
+
+def make_snapshot(session, source, ts: str) -> Snapshot:
+    n = next(_ids)
+    snap = Snapshot(
+        citation_id=f"T{n:03d}-TEST"[:9], url=source.url, surt="test", timestamp=ts,
+        captured_at=datetime.now(timezone.utc), status=200, mime="text/html", warc_file="t.warc.gz",
+        offset=0, length=1, record_id=f"<urn:uuid:{n}-{ts}>", sha256="0" * 64, source_id=source.id,
+    )
+    session.add(snap)
+    session.flush()
+    return snap
+
+
+def ladder_result(*, hardware="RTX PRO 6000 Blackwell", headline_64=1004.9, notes="acceptance 64/1.00 on locked attractor",
+                  drop_last=False) -> ParseResult:
+    entries = []
+    for draft, tps in LADDER:
+        if draft == 64:
+            tps = headline_64
+        f = {"model": "GLM-5.3-Flash", "hardware": hardware, "gpu_count": 2, "engine": "SGLang",
+             "quantization": "NVFP4", "tp": 2, "concurrency": 1, "context_length": 8192, "draft_tokens": draft,
+             "headline_tps": tps, "submitter": "alice"}
+        q = {"headline_tps": f"{tps:,}", "model": "GLM-5.3-Flash"}
+        if draft == 64 and notes is not None:
+            f["notes"] = notes
+            q["notes"] = notes
+        entries.append(ParsedEntry(fields=f, quotes=q, extra={"rank": draft}))
+    if drop_last:
+        entries = entries[:-1]
+    return ParseResult(kind="html", entries=entries)
+
+
+@pytest.fixture
+def sdb(backend_settings):
+    d = Database(backend_settings)
+    yield d
+    d.dispose()
+
+
+def test_recipe_id_ignores_draft_width_and_naming_noise():
+    a = {"model": "zai-org/GLM-5.3-Flash", "hardware": "RTX PRO 6000 Blackwell", "engine": "SGLang", "draft_tokens": 8}
+    b = {"model": "glm-5.3-flash", "hardware": "rtx  pro 6000", "engine": "sglang", "draft_tokens": 64,
+         "headline_tps": 1.0, "notes": "x"}
+    c = dict(b, hardware="RTX 6000 Ada")
+    assert recipe_id_for(recipe_key(a)) == recipe_id_for(recipe_key(b))
+    assert recipe_id_for(recipe_key(a)) != recipe_id_for(recipe_key(c))
+    assert recipe_id_for(recipe_key(a)).startswith("r-") and len(recipe_id_for(recipe_key(a))) == 14
+    assert recipe_key({"headline_tps": 5.0}) is None
+
+
+def test_entry_keys_give_repeated_rows_ordinals():
+    rows = [{"model": "m", "draft_tokens": 20}, {"model": "m", "draft_tokens": 20}, {"model": "m", "draft_tokens": 8}]
+    keys = entry_keys(rows)
+    assert len(set(keys)) == 3
+    assert keys[0].endswith(":0") and keys[1].endswith(":1") and keys[2].endswith(":0")
+    assert entry_keys(rows) == keys
+
+
+def test_first_store_creates_entries_versions_and_one_recipe(sdb):
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        snap = make_snapshot(s, src, "20261201000000000")
+        summary = store_parse(s, src, snap, ladder_result())
+        assert (summary.new, summary.changed, summary.unchanged, summary.gone) == (6, 0, 0, 0)
+        assert len(summary.entry_ids) == 6
+    with sdb.session() as s:
+        entries = s.scalars(select(Entry).order_by(Entry.id)).all()
+        assert len({e.recipe_id for e in entries}) == 1
+        assert s.scalar(select(func.count(Recipe.id))) == 1
+        top = entries[-1]
+        assert top.headline_tps == 1004.9 and top.draft_tokens == 64 and top.notes.startswith("acceptance")
+        v = s.get(EntryVersion, top.current_version_id)
+        assert v.version_no == 1 and v.snapshot_id == top.first_snapshot_id
+        assert v.provenance["headline_tps"] == "1,004.9"
+        assert v.extra == {"rank": 64}
+
+
+def test_recrawl_records_changed_fields_and_keeps_history(sdb):
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        s1 = make_snapshot(s, src, "20261201000000000")
+        store_parse(s, src, s1, ladder_result())
+        rid = s.scalar(select(Entry.recipe_id))
+    with sdb.session() as s:
+        src = s.get(type(src), src.id)
+        s2 = make_snapshot(s, src, "20261202000000000")
+        summary = store_parse(s, src, s2, ladder_result(headline_64=990.0, notes=None))
+        assert (summary.new, summary.changed, summary.unchanged) == (0, 1, 5)
+        s3 = make_snapshot(s, src, "20261203000000000")
+        summary = store_parse(s, src, s3, ladder_result(headline_64=990.0, notes=None))
+        assert (summary.new, summary.changed, summary.unchanged) == (0, 0, 6)
+    with sdb.session() as s:
+        top = s.scalar(select(Entry).where(Entry.draft_tokens == 64))
+        assert top.headline_tps == 990.0 and top.notes is None and top.recipe_id == rid
+        assert top.last_snapshot_id == s3.id
+        versions = s.scalars(select(EntryVersion).where(EntryVersion.entry_id == top.id)
+                             .order_by(EntryVersion.version_no)).all()
+        assert [v.version_no for v in versions] == [1, 2]
+        assert versions[0].fields["headline_tps"] == 1004.9  # nothing overwritten
+        assert versions[1].changed_fields == {
+            "headline_tps": [1004.9, 990.0], "notes": ["acceptance 64/1.00 on locked attractor", None]}
+
+
+def test_absent_rows_are_marked_gone_and_come_back(sdb):
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        store_parse(s, src, make_snapshot(s, src, "20261201000000000"), ladder_result())
+        summary = store_parse(s, src, make_snapshot(s, src, "20261202000000000"), ladder_result(drop_last=True))
+        assert summary.gone == 1
+        assert s.scalar(select(func.count(Entry.id)).where(Entry.gone.is_(True))) == 1
+        assert s.scalar(select(func.count(Entry.id))) == 6  # not deleted
+        summary = store_parse(s, src, make_snapshot(s, src, "20261203000000000"), ladder_result())
+        assert summary.gone == 0 and summary.unchanged == 6
+        assert s.scalar(select(func.count(Entry.id)).where(Entry.gone.is_(True))) == 0
+
+
+def test_empty_parse_changes_nothing(sdb):
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        store_parse(s, src, make_snapshot(s, src, "20261201000000000"), ladder_result())
+        summary = store_parse(s, src, make_snapshot(s, src, "20261202000000000"),
+                              ParseResult(kind="html", warnings=["no table found"]))
+        assert summary.parsed == 0 and summary.gone == 0
+        assert summary.warnings == ["page: no table found"]
+        assert s.scalar(select(func.count(Entry.id)).where(Entry.gone.is_(True))) == 0
+
+
+def test_replaying_history_with_the_same_parser_adds_no_versions(sdb):
+    """Reparse compares each snapshot with the entry as it stood at that snapshot, not with today."""
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        snaps = [make_snapshot(s, src, f"2026120{d}000000000") for d in (1, 2)]
+        store_parse(s, src, snaps[0], ladder_result())
+        store_parse(s, src, snaps[1], ladder_result(headline_64=990.0))
+        before = s.scalar(select(func.count(EntryVersion.id)))
+        state = SourceState.load(s, src.id, all_versions=True)
+        for snap, res in zip(snaps, (ladder_result(), ladder_result(headline_64=990.0))):
+            summary = store_parse(s, src, snap, res, state=state)
+            assert summary.changed == 0 and summary.new == 0
+        assert s.scalar(select(func.count(EntryVersion.id))) == before
+        # An improved parser that now reads the hardware differently changes identity only if it
+        # changes the normalised name; case and vendor words do not.
+        state = SourceState.load(s, src.id, all_versions=True)
+        summary = store_parse(s, src, snaps[1], ladder_result(hardware="NVIDIA rtx pro 6000", headline_64=990.0),
+                              state=state)
+        assert summary.new == 0
+
+
+def test_bad_field_types_become_warnings_not_errors(sdb):
+    res = ParseResult(kind="json", entries=[ParsedEntry(fields={"model": "m", "gpu_count": "two", "headline_tps": "fast"},
+                                                        warnings=["headline_tps: could not read 'fast'"])])
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        summary = store_parse(s, src, make_snapshot(s, src, "20261201000000000"), res)
+        assert summary.new == 1
+        text = "\n".join(summary.warnings)
+        assert "could not read 'fast'" in text and "gpu_count: 'two' is not a int" in text
+        e = s.scalar(select(Entry))
+        assert e.gpu_count is None and e.headline_tps is None and e.model == "m"
+        v = s.get(EntryVersion, e.current_version_id)
+        assert v.fields["gpu_count"] == "two" and len(v.warnings) == 3
