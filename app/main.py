@@ -94,6 +94,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app import routes
 
     routes.include_all(app)
+    from app.api.quotable import install as install_quotable_fast_path
+
+    install_quotable_fast_path(app)  # serves cached quotable answers before routing (bench/quotable.py)
     return app
 
 

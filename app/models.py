@@ -81,7 +81,7 @@ class Source(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    last_status: Mapped[str | None] = mapped_column(String(16))  # ok|warnings|failed
+    last_status: Mapped[str | None] = mapped_column(String(16))  # ok|warnings|empty|failed
     last_error: Mapped[str | None] = mapped_column(Text)
     last_warnings: Mapped[list | None] = mapped_column(JSON)
 
@@ -168,8 +168,9 @@ class Entry(Base):
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
         Index("ix_entries_recipe", "recipe_id"),
         Index("ix_entries_model", "model"),
-        Index("ix_entries_queue", "severity_rank", "inflation_ratio", "id"),
-        Index("ix_entries_inflation", "inflation_ratio", "id"),
+        # flag_count and gone trail so the review queue filters and pages inside the index (app/services/queue.py)
+        Index("ix_entries_queue", "severity_rank", "inflation_ratio", "id", "flag_count", "gone"),
+        Index("ix_entries_inflation", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_decision", "decision_status", "severity_rank"),
     )
 
@@ -213,6 +214,7 @@ class Flag(Base):
     __table_args__ = (
         UniqueConstraint("entry_id", "rule", name="uq_flags_entry_rule"),
         Index("ix_flags_rule", "rule", "active"),
+        Index("ix_flags_updated", "updated_at"),  # the review queue's change marker (app/services/queue.py)
     )
 
 

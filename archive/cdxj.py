@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import heapq
 import json
 import os
 from dataclasses import dataclass
@@ -53,6 +54,22 @@ def write_index(path: Path | str, rows: Iterable[CdxjRow]) -> int:
         os.fsync(f.fileno())
     os.replace(tmp, path)
     return len(lines)
+
+
+def merge_index(path: Path | str, rows: Iterable[CdxjRow]) -> int:
+    """Merge ``rows`` into the sorted index at ``path`` (streaming, atomic); returns the line count."""
+    path = Path(path)
+    new = sorted(r.line() + "\n" for r in rows)
+    tmp = path.with_name(path.name + ".tmp")
+    count = 0
+    with open(path, encoding="utf-8") as old, open(tmp, "w", encoding="utf-8") as out:
+        for line in heapq.merge((line for line in old if line.strip()), new):
+            out.write(line)
+            count += 1
+        out.flush()
+        os.fsync(out.fileno())
+    os.replace(tmp, path)
+    return count
 
 
 def read_index(path: Path | str) -> list[tuple[str, str, dict]]:

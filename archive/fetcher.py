@@ -16,7 +16,7 @@ import socket
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import BinaryIO
+from typing import BinaryIO, Callable
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -40,7 +40,7 @@ def address_problem(ip_text: str) -> str | None:
     ip = ipaddress.ip_address(ip_text.split("%", 1)[0])
     if ip.version == 6 and ip.ipv4_mapped:
         ip = ip.ipv4_mapped
-    for name in ("loopback", "private", "link_local", "multicast", "reserved", "unspecified"):
+    for name in ("loopback", "link_local", "multicast", "unspecified", "reserved", "private"):
         if getattr(ip, f"is_{name}"):
             return name.replace("_", "-")
     if not ip.is_global:
@@ -51,9 +51,10 @@ def address_problem(ip_text: str) -> str | None:
 class GuardedBackend(httpcore.SyncBackend):
     """Resolves the host itself, refuses internal addresses, then connects to a checked address."""
 
-    def __init__(self, allow_private: bool):
+    def __init__(self, allow_private: bool, check: Callable[[str], str | None] = address_problem):
         super().__init__()
         self.allow_private = allow_private
+        self.check = check
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         try:
@@ -63,13 +64,13 @@ class GuardedBackend(httpcore.SyncBackend):
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
         allowed, refused = [], []
         for addr in addresses:
-            problem = None if self.allow_private else address_problem(addr)
+            problem = None if self.allow_private else self.check(addr)
             (refused if problem else allowed).append((addr, problem))
         if not allowed:
             addr, problem = refused[0]
-            raise FetchError(host, f"refused: {host} resolves to {addr}, a {problem} address. Caveat only "
-                             "fetches public addresses; set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal "
-                             "ones", "address")
+            what = f"{addr} is" if addr == host.strip("[]") else f"{host} resolves to {addr},"
+            raise FetchError(host, f"refused: {what} a {problem} address. Caveat only fetches public addresses; "
+                             "set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal ones", "address")
         last: Exception | None = None
         for addr, _ in allowed:
             try:
@@ -77,6 +78,14 @@ class GuardedBackend(httpcore.SyncBackend):
             except httpcore.ConnectError as exc:
                 last = exc
         raise last  # type: ignore[misc]
+
+
+def _peer_address(response: httpx.Response) -> tuple | None:
+    stream = response.extensions.get("network_stream")
+    try:
+        return stream.get_extra_info("server_addr") if stream is not None else None
+    except OSError:
+        return None
 
 
 @dataclass
@@ -133,6 +142,7 @@ class Limits:
     max_redirects: int = 10
     allow_private: bool = False
     user_agent: str = "Caveat"
+    address_check: Callable[[str], str | None] = address_problem  # why an address is refused, or None
 
 
 @dataclass
@@ -148,11 +158,13 @@ class Fetcher:
         pool = transport._pool  # httpx exposes no hook for the network backend; set it on the pool
         if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
             raise RuntimeError("httpx transport layout changed: cannot install the address guard")
-        pool._network_backend = GuardedBackend(lim.allow_private)
+        pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check)
         timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
                                 pool=lim.connect_timeout)
         self.client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False,
-                                   trust_env=False, headers={"User-Agent": lim.user_agent})
+                                   trust_env=False,
+                                   # only codings our reader, pywb and browsers all undo
+                                   headers={"User-Agent": lim.user_agent, "Accept-Encoding": "gzip, deflate"})
 
     def close(self) -> None:
         self.client.close()
@@ -190,6 +202,7 @@ class Fetcher:
         started = datetime.now(timezone.utc)
         try:
             with self.client.stream("GET", url) as r:
+                addr = _peer_address(r)  # now: a connection-close response has no socket after the body
                 declared = r.headers.get("content-length")
                 if declared and declared.strip().isdigit() and int(declared) > lim.max_body_bytes:
                     raise FetchError(url, f"the body is {int(declared):,} bytes, over the limit of "
@@ -208,8 +221,6 @@ class Fetcher:
                 except BaseException:
                     spool.close()
                     raise
-                stream = r.extensions.get("network_stream")
-                addr = stream.get_extra_info("server_addr") if stream is not None else None
                 req = r.request
                 target = req.url.raw_path.decode("ascii")
                 req_lines = [f"GET {target} HTTP/1.1"]

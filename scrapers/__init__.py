@@ -1,4 +1,108 @@
 """Parsers: pure functions from archived bytes to parsed claims.
 
 A plain library: it never imports ``app`` or ``web``.
+
+    parse(body, kind="html" | "json" | "markdown" | "text", content_type=None, url=None) -> ParseResult
+    guess_kind(body, content_type) -> (kind, reason)
+
+``parse`` never raises on bad input: a malformed page gives a ParseResult with warnings and the
+entries that could be read (possibly none). See docs/parsers.md.
 """
+
+from __future__ import annotations
+
+import json
+import re
+
+from scrapers.fields import FIELDS, ParsedEntry, ParseResult
+
+KINDS = ("json", "html", "markdown", "text")
+_CHARSET = re.compile(r"charset\s*=\s*\"?([\w.:-]+)", re.I)
+_HTML_START = re.compile(rb"^\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|table|div|article|p)\b", re.I | re.S)
+_MD_TABLE = re.compile(r"^\s*\|?\s*:?-{3,}:?\s*\|", re.M)
+_MD_HEADING = re.compile(r"^#{1,6}\s+\S", re.M)
+
+__all__ = ["parse", "guess_kind", "decode", "ParseResult", "ParsedEntry", "FIELDS", "KINDS"]
+
+
+def decode(body: bytes | str, content_type: str | None, warnings: list[str] | None = None) -> str:
+    """Bytes -> text: the content type's charset, else UTF-8 (with BOM), else cp1252 (with a warning)."""
+    if isinstance(body, str):
+        return body
+    m = _CHARSET.search(content_type or "")
+    if m:
+        try:
+            return body.decode(m.group(1))
+        except (LookupError, UnicodeDecodeError):
+            pass
+    try:
+        return body.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        if warnings is not None:
+            warnings.append("the document is not valid UTF-8; read it as Windows-1252")
+        return body.decode("cp1252", "replace")
+
+
+def guess_kind(body: bytes | str, content_type: str | None) -> tuple[str, str]:
+    """Guess a source's kind from its content type and its first bytes; the reason says what was seen."""
+    raw = body.encode("utf-8", "replace") if isinstance(body, str) else (body or b"")
+    ct = (content_type or "").split(";")[0].strip().lower()
+    head = raw[:200_000]
+    if ct.endswith("json") or ct.endswith("+json"):
+        return "json", f"content type {ct}"
+    stripped = head.lstrip()
+    if stripped[:1] in (b"{", b"["):
+        try:
+            json.loads(raw.decode("utf-8-sig"))
+            return "json", "the body parses as JSON" + (f" (content type {ct})" if ct else "")
+        except (ValueError, UnicodeDecodeError):
+            pass
+    if ct in ("text/html", "application/xhtml+xml") or _HTML_START.match(head):
+        seen = f"content type {ct}" if ct else "the body starts like HTML"
+        if re.search(rb"<table\b", head, re.I):
+            return "html", f"{seen}, with <table> elements"
+        text = head.decode("utf-8", "replace")
+        if _MD_TABLE.search(text):
+            return "html", f"{seen}, with markdown tables in its text"
+        return "text", f"{seen}, with no tables: read as an article"
+    text = head.decode("utf-8", "replace")
+    if ct in ("text/markdown", "text/x-markdown"):
+        return "markdown", f"content type {ct}"
+    if _MD_TABLE.search(text):
+        return "markdown", ("content type " + ct + ", " if ct else "") + "pipe tables in the text"
+    if _MD_HEADING.search(text) and "|" in text:
+        return "markdown", "markdown headings and table rows"
+    return "text", (f"content type {ct}, " if ct else "") + "no tables: read as prose"
+
+
+def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None) -> ParseResult:
+    """Parse one archived response. Never raises on bad input; problems are in ``result.warnings``."""
+    kind = (kind or "").strip().lower()
+    result = ParseResult(kind=kind)
+    if kind not in KINDS:
+        result.warnings.append(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
+        return result
+    try:
+        if kind == "json":
+            from scrapers.json_parser import parse_json
+
+            return parse_json(decode(body, content_type, result.warnings), result=result)
+        if kind == "html":
+            from scrapers.html import parse_html
+
+            return parse_html(body if isinstance(body, bytes) else body.encode("utf-8"), result=result)
+        if kind == "markdown":
+            from scrapers.markdown import parse_markdown
+
+            return parse_markdown(decode(body, content_type, result.warnings), result=result)
+        from scrapers.text import parse_text
+
+        is_html = bool(_HTML_START.match(body[:4096] if isinstance(body, bytes) else body[:4096].encode())) or \
+            "html" in (content_type or "").lower()
+        text = body if is_html else decode(body, content_type, result.warnings)
+        return parse_text(text, is_html=is_html, result=result)
+    except Exception as exc:  # a parser bug must not abort a crawl; say what happened instead
+        result.entries = []
+        result.warnings.append(f"the {kind} parser failed on this document ({type(exc).__name__}: {exc}); "
+                               "nothing parsed - please report it with the snapshot id")
+        return result

@@ -36,8 +36,8 @@ def make_snapshot(session, source, ts: str) -> Snapshot:
     return snap
 
 
-def ladder_result(*, hardware="RTX PRO 6000 Blackwell", headline_64=1004.9, notes="acceptance 64/1.00 on locked attractor",
-                  drop_last=False) -> ParseResult:
+def ladder_result(*, hardware="RTX PRO 6000 Blackwell", headline_64=1004.9,
+                  notes="acceptance 64/1.00 on locked attractor", drop_last=False) -> ParseResult:
     entries = []
     for draft, tps in LADDER:
         if draft == 64:
@@ -172,8 +172,9 @@ def test_replaying_history_with_the_same_parser_adds_no_versions(sdb):
 
 
 def test_bad_field_types_become_warnings_not_errors(sdb):
-    res = ParseResult(kind="json", entries=[ParsedEntry(fields={"model": "m", "gpu_count": "two", "headline_tps": "fast"},
-                                                        warnings=["headline_tps: could not read 'fast'"])])
+    bad = ParsedEntry(fields={"model": "m", "gpu_count": "two", "headline_tps": "fast"},
+                      warnings=["headline_tps: could not read 'fast'"])
+    res = ParseResult(kind="json", entries=[bad])
     with sdb.session() as s:
         src = add_source(s, "board", "http://example.org/board")
         summary = store_parse(s, src, make_snapshot(s, src, "20261201000000000"), res)
@@ -184,3 +185,47 @@ def test_bad_field_types_become_warnings_not_errors(sdb):
         assert e.gpu_count is None and e.headline_tps is None and e.model == "m"
         v = s.get(EntryVersion, e.current_version_id)
         assert v.fields["gpu_count"] == "two" and len(v.warnings) == 3
+
+
+def test_an_improved_parser_rewrites_history_one_version_per_differing_snapshot(sdb):
+    def improved(**kw):
+        res = ladder_result(**kw)
+        res.entries[-1].fields["acceptance_rate"] = 1.0
+        return res
+
+    with sdb.session() as s:
+        src = add_source(s, "board", "http://example.org/board")
+        s1, s2 = (make_snapshot(s, src, f"2026120{d}000000000") for d in (1, 2))
+        store_parse(s, src, s1, ladder_result())
+        store_parse(s, src, s2, ladder_result(headline_64=990.0))
+        state = SourceState.load(s, src.id, all_versions=True)
+        first = store_parse(s, src, s1, improved(), state=state)
+        second = store_parse(s, src, s2, improved(headline_64=990.0), state=state)
+        assert (first.changed, first.unchanged, second.changed, second.unchanged) == (1, 5, 1, 5)
+        top = s.scalar(select(Entry).where(Entry.draft_tokens == 64))
+        versions = s.scalars(select(EntryVersion).where(EntryVersion.entry_id == top.id)
+                             .order_by(EntryVersion.version_no)).all()
+        assert [(v.version_no, v.snapshot_id) for v in versions] == [(1, s1.id), (2, s2.id), (3, s1.id), (4, s2.id)]
+        assert versions[2].changed_fields == {"acceptance_rate": [None, 1.0]}
+        assert versions[3].changed_fields == {"headline_tps": [1004.9, 990.0]}
+        assert top.current_version_id == versions[3].id
+        assert top.headline_tps == 990.0 and top.acceptance_rate == 1.0
+        # and reading the same again adds nothing
+        state = SourceState.load(s, src.id, all_versions=True)
+        again = [store_parse(s, src, sn, r, state=state)
+                 for sn, r in ((s1, improved()), (s2, improved(headline_64=990.0)))]
+        assert [a.changed for a in again] == [0, 0]
+
+
+def test_details_stated_once_in_notes_do_not_split_the_ladder_but_batching_does():
+    rung = {"model": "GLM-5.3-Flash", "hardware": "RTX PRO 6000", "gpu_count": 2, "engine": "SGLang", "tp": 2,
+            "draft_tokens": 28}
+    headline = dict(rung, draft_tokens=64, concurrency=1, context_length=8192, prompt_tokens=403,
+                    clocks="clocks locked", power="450 W", proposer="n-gram", spec_method="block draft")
+    batched = dict(rung, concurrency=8)
+    assert recipe_id_for(recipe_key(rung)) == recipe_id_for(recipe_key(headline))
+    assert recipe_id_for(recipe_key(rung)) != recipe_id_for(recipe_key(batched))
+    # a prose claim keeps its identity when its figure is edited
+    a = entry_keys([{"label": "100 tokens in 1.822 seconds = ~55 tok/s."}])
+    b = entry_keys([{"label": "100 tokens in 1.75 seconds = ~57 tok/s."}])
+    assert a == b

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from sqlalchemy import func, select
 
 from app.db import Database
@@ -54,7 +55,31 @@ def _entries(settings, source: str) -> list[Entry]:
     return out
 
 
-def test_crawl_stores_entries_then_recrawl_records_the_changes(cli, server, settings, client):
+@pytest.fixture
+def backend_cli(backend_settings):
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+
+    runner = CliRunner()
+    return lambda *args: runner.invoke(main, list(args), obj=CliContext(backend_settings), catch_exceptions=False)
+
+
+@pytest.fixture
+def backend_client(backend_settings):
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    application = create_app(backend_settings)
+    with TestClient(application, base_url="http://caveat.test") as c:
+        yield c
+    application.state.db.dispose()
+
+
+def test_crawl_stores_entries_then_recrawl_records_the_changes(backend_cli, server, backend_settings, backend_client):
+    cli, settings, client = backend_cli, backend_settings, backend_client
     url = server.route("/api/leaderboard", leaderboard_json(), content_type="application/json")
     assert cli("source", "add", "lm", url, "--kind", "json").exit_code == 0
     r = cli("crawl")

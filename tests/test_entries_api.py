@@ -79,6 +79,8 @@ def test_entry_filters(api):
     assert get(flagged="true")["total"] == 1
     assert get(flagged="false")["total"] == 11
     assert get(severity="critical")["total"] == 1 and get(severity="low")["total"] == 0
+    r = client.get("/api/entries", params={"severity": "urgent"})
+    assert r.status_code == 400 and "critical, high, medium, low" in r.json()["error"]
     assert get(rule="saturated-acceptance")["entries"][0]["draft_tokens"] == 8
     assert get(rule="saturated-acceptance")["entries"][0]["flags"][0]["rule"] == "saturated-acceptance"
     r = client.get("/api/entries", params={"source": "nope"})

@@ -1,8 +1,82 @@
-"""CLI commands for capture (registered on `app.cli.main`)."""
+"""`caveat capture` and `caveat verify`."""
 
 from __future__ import annotations
 
-import click  # noqa: F401
+import sys
 
-from app.cli import main  # noqa: F401
-from app.cli.context import CliContext  # noqa: F401
+import click
+
+from app.cli import main
+from app.cli.context import CliContext
+
+
+def _result_line(r) -> str:
+    if r.error:
+        return f"error  {r.url}: {r.error}"
+    redirected = f"  (-> {r.final_url})" if r.final_url and r.final_url != r.url else ""
+    kind = "  revisit" if r.snapshot is not None and r.snapshot.record_type == "revisit" else ""
+    return f"{r.status}  {r.size:,} B  {r.citation_id}  {r.url}{redirected}{kind}"
+
+
+@main.command()
+@click.argument("urls", nargs=-1, required=True)
+@click.option("--source-id", type=int, default=None, help="Link the snapshots to this source id.")
+@click.pass_obj
+def capture(obj: CliContext, urls: tuple[str, ...], source_id: int | None) -> None:
+    """Archive each URL as WARC (request, response, every redirect hop) and index it.
+
+    Prints one line per URL: HTTP status, body size, citation id and URL. An unchanged page is
+    stored as a revisit record pointing at the earlier copy. Exits 1 if any URL failed.
+
+    \b
+    Example:
+      caveat capture https://example.org/leaderboard https://example.org/notes
+    """
+    from app.services.capture import capture_urls
+
+    db = obj.database()
+    failed = 0
+
+    def progress(result) -> None:
+        nonlocal failed
+        failed += 1 if result.error else 0
+        click.echo(_result_line(result), err=bool(result.error))
+
+    def notice(message: str) -> None:
+        click.echo(f"notice: {message}", err=True)
+
+    capture_urls(db, list(urls), source_id=source_id, progress=progress, notice=notice)
+    if failed:
+        click.echo(f"{failed} of {len(urls)} URL(s) failed; nothing was stored for them", err=True)
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
+@click.pass_obj
+def verify(obj: CliContext, quiet: bool) -> None:
+    """Re-read every indexed WARC record and recompute its digests.
+
+    Reports missing WARC files, truncated records and digest or index mismatches, one line each,
+    then a summary. Exits 1 when anything is wrong.
+
+    \b
+    Example:
+      caveat verify
+    """
+    from app.services.verify import verify_all
+
+    def progress(problem) -> None:
+        if not quiet:
+            click.echo(problem.line())
+
+    with obj.session() as s:
+        report = verify_all(s, obj.settings, progress=progress)
+    if report.passed:
+        click.echo(f"ok: {report.checked} record(s) checked, all digests match")
+        return
+    counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts().items()))
+    click.echo(f"FAILED: {len(report.problems)} of {report.checked} record(s) have problems ({counts})")
+    if report.missing_files:
+        click.echo("missing files: " + ", ".join(sorted(report.missing_files)))
+    sys.exit(1)

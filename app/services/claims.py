@@ -3,8 +3,9 @@
 ``store_parse(session, source, snapshot, result)`` compares each parsed row with what the entry held
 *as of that snapshot* (the newest version, by version number, whose snapshot is not later) and writes
 a new ``EntryVersion`` only where the fields differ, with ``changed_fields`` = ``{field: [old, new]}``
-against the entry's previous version. Nothing is overwritten or deleted: rows absent from the
-snapshot mark their entries ``gone``. A snapshot where nothing parsed changes nothing.
+against that state (for a crawl of a new snapshot: the entry's current version). Nothing is
+overwritten or deleted: rows absent from the snapshot mark their entries ``gone``. A snapshot where
+nothing parsed changes nothing.
 
 Writes are batched (``insert ... returning`` and executemany updates): a 2,000-row leaderboard is a
 handful of statements. The service flushes; the caller commits.
@@ -12,12 +13,11 @@ handful of statements. The service flushes; the caller commits.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
 from app.models import Entry, EntryVersion, Recipe, Snapshot, Source, utcnow
@@ -30,6 +30,8 @@ DENORMALISED = {
     "draft_tokens": int, "acceptance_rate": float, "concurrency": int, "notes": str,
 }
 CHUNK = 500
+_ENTRIES = Entry.__table__
+_VERSIONS = EntryVersion.__table__
 
 
 @dataclass
@@ -117,7 +119,8 @@ def _jsonable(value: Any) -> Any:
 
 
 def _clean(fields: dict) -> dict:
-    return json.loads(json.dumps({k: _jsonable(v) for k, v in fields.items() if v is not None}))
+    """Fields as a JSON column gives them back, so stored and fresh values compare equal."""
+    return {str(k): _jsonable(v) for k, v in fields.items() if v is not None}
 
 
 def _coerce(name: str, value: Any, warnings: list[str]) -> Any:
@@ -213,10 +216,11 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             summary.unchanged += 1
             continue
         current = known.current()
+        prev = base or current  # what this snapshot's reading replaces
         version.update(entry_id=known.entry_id, version_no=(current.version_no + 1) if current else 1,
-                       changed_fields=diff_fields(current.fields if current else {}, flds) or None)
-        if current is not None and current.extra != extra:
-            version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [current.extra, extra]}
+                       changed_fields=diff_fields(prev.fields if prev else {}, flds) or None)
+        if prev is not None and prev.extra != extra:
+            version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [prev.extra, extra]}
         new_versions.append((version, known, flds, extra))
         changed_updates.append({"id": known.entry_id, "recipe_id": rid, "updated_at": now, **cols})
         summary.changed += 1
@@ -225,26 +229,26 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
 
     # New entries, then their first versions.
     if new_entries:
-        ids = []
+        ids: dict[str, int] = {}
         for part in _chunks(new_entries):
-            ids += session.scalars(
-                insert(Entry).returning(Entry.id, sort_by_parameter_order=True), [row for row, *_ in part]
-            ).all()
-        for eid, (_row, version, key, flds, extra) in zip(ids, new_entries):
-            version.update(entry_id=eid, version_no=1, changed_fields=None)
-            known = _Known(eid, False, [])
+            rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
+                                   [row for row, *_ in part])
+            ids.update(rows.all())
+        for _row, version, key, flds, extra in new_entries:
+            version.update(entry_id=ids[key], version_no=1, changed_fields=None)
+            known = _Known(ids[key], False, [])
             state.known[key] = known
             new_versions.append((version, known, flds, extra))
         summary.new = len(new_entries)
 
+    # One version per entry per snapshot, so entry_id maps each returned id to its version.
     current_updates = []
     for part in _chunks(new_versions):
-        vids = session.scalars(
-            insert(EntryVersion).returning(EntryVersion.id, sort_by_parameter_order=True), [v for v, *_ in part]
-        ).all()
-        for vid, (version, known, flds, extra) in zip(vids, part):
+        vids = dict(session.execute(insert(_VERSIONS).returning(_VERSIONS.c.entry_id, _VERSIONS.c.id),
+                                    [v for v, *_ in part]).all())
+        for version, known, flds, extra in part:
             known.versions.append(_Version(order, version["version_no"], flds, extra))
-            current_updates.append({"id": known.entry_id, "current_version_id": vid})
+            current_updates.append({"id": known.entry_id, "current_version_id": vids[known.entry_id]})
 
     by_id = {u["id"]: u for u in changed_updates}
     for u in current_updates:
@@ -276,5 +280,7 @@ def _bulk_update(session: Session, rows: list[dict]) -> None:
     groups: dict[tuple, list[dict]] = {}
     for r in rows:
         groups.setdefault(tuple(sorted(r)), []).append(r)
-    for group in groups.values():
-        session.execute(update(Entry), group)
+    for cols, group in groups.items():
+        stmt = (update(_ENTRIES).where(_ENTRIES.c.id == bindparam("_id"))
+                .values({c: bindparam(c) for c in cols if c != "id"}))
+        session.execute(stmt, [{**{k: v for k, v in r.items() if k != "id"}, "_id": r["id"]} for r in group])

@@ -77,6 +77,13 @@ def _content_type(stored) -> str | None:
     return getattr(stored, "mime", None)
 
 
+def _archive_warnings(stored) -> list[str]:
+    out = [f"archive: {w}" for w in getattr(stored, "warnings", None) or []]
+    if getattr(stored, "fixity", "ok") != "ok":
+        out.append(f"archive: fixity {stored.fixity}: {stored.fixity_detail}")
+    return out
+
+
 def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport) -> None:
     if not entry_ids:
         return
@@ -137,13 +144,14 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
                             f"but was not parsed. Check the URL with `caveat source list`.")
             return report
         report.snapshots = 1
-        stored = load_record(settings, snap)
         progress("parse", report)
         with db.session() as session:
             src = session.get(Source, source.id)
             snapshot = session.get(Snapshot, snap.id)
+            stored = load_record(settings, snapshot, session=session)
             parsed = parse_snapshot(session, src, snapshot, stored, report)
             report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind)
+            report.summary.warnings[:0] = _archive_warnings(stored)
             _audit(session, settings, report.summary.entry_ids, report)
         if report.summary.parsed == 0:
             report.status = "empty"
@@ -164,7 +172,7 @@ def select_sources(db: Database, names: list[str] | None) -> list[Source]:
         if not names:
             return list_sources(session)
         found, missing = [], []
-        for n in names:
+        for n in dict.fromkeys(names):
             try:
                 found.append(get_source(session, n))
             except NotFound:
@@ -205,7 +213,7 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
             for snapshot in _archived(session, src.id):
                 report.snapshots += 1
                 try:
-                    stored = load_record(settings, snapshot)
+                    stored = load_record(settings, snapshot, session=session)
                     with session.begin_nested():
                         parsed = parse_snapshot(session, src, snapshot, stored, report)
                         one = store_parse(session, src, snapshot, parsed, parser=parsed.kind, state=state)
@@ -213,7 +221,7 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
                     report.summary.warnings.append(f"snapshot {snapshot.citation_id}: {type(exc).__name__}: {exc}")
                     state = SourceState.load(session, src.id, all_versions=True)
                     continue
-                one.warnings = [f"{snapshot.citation_id}: {w}" for w in one.warnings]
+                one.warnings = [f"{snapshot.citation_id}: {w}" for w in _archive_warnings(stored) + one.warnings]
                 report.summary.add(one)
                 if one.parsed:
                     seen = one.entry_ids

@@ -16,6 +16,7 @@ from app.errors import BadRequest, NotFound
 from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
 
 MAX_LIMIT = 500
+SEVERITIES = ("critical", "high", "medium", "low")
 
 
 def quote_url(settings: Settings, citation_id: str | None, text: str | None) -> str | None:
@@ -98,11 +99,15 @@ def list_entries(session: Session, settings: Settings, *, source: str | None = N
         conds.append(Entry.recipe_id == recipe_id)
     if not include_gone:
         conds.append(Entry.gone.is_(False))
-    active = (Flag.entry_id == Entry.id) & Flag.active.is_(True)
+    # Flags that count: raised by the latest audit and not dismissed by a reviewer.
+    active = (Flag.entry_id == Entry.id) & Flag.active.is_(True) & (Flag.status != "dismissed")
     if flagged is not None:
         conds.append(exists().where(active) if flagged else ~exists().where(active))
     if severity is not None:
-        conds.append(exists().where(active & (Flag.severity == severity.strip().lower())))
+        sev = severity.strip().lower()
+        if sev not in SEVERITIES:
+            raise BadRequest(f"Unknown severity {severity!r}: use one of {', '.join(SEVERITIES)}.")
+        conds.append(exists().where(active & (Flag.severity == sev)))
     if rule is not None:
         conds.append(exists().where(active & (Flag.rule == rule.strip())))
     total = session.scalar(select(func.count(Entry.id)).where(*conds))

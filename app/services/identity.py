@@ -19,17 +19,21 @@ import re
 from functools import lru_cache
 from typing import Any, Iterable
 
-# Fields that tell one row of a page from another and are unlikely to be edited in place.
+# Fields that tell one row of a page from another and are unlikely to be edited in place. A label is
+# hashed without its numbers and a concurrency of 1 like an unstated one, so editing a figure or
+# deleting the notes a "batch 1" was read from keeps the entry's identity.
 IDENTITY_FIELDS = (
     "model", "hardware", "gpu_count", "engine", "quantization", "draft_tokens", "test",
     "concurrency", "submitter", "label",
 )
 
-# The configuration of a recipe: everything about *what was run*, except the draft width.
+# The configuration of a recipe: what was run, without the draft width. Only fields that a page gives
+# for every row of a ladder: the details a page states once, in one row's notes (context length,
+# prompt, clocks, power, proposer, method, engine version), would split the headline rung from its
+# ladder, so they stay out. Concurrency counts only above 1 (unstated and 1 are both one stream).
 RECIPE_FIELDS = (
-    "model", "hardware", "gpu_count", "engine", "engine_version", "quantization",
-    "tp", "pp", "ep", "dcp", "concurrency", "context_length", "spec_method", "proposer",
-    "test", "gen_tokens", "prompt_tokens", "clocks", "power", "submitter",
+    "model", "hardware", "gpu_count", "engine", "quantization", "tp", "pp", "ep", "dcp", "concurrency",
+    "test", "submitter",
 )
 
 # Words that do not change which accelerator is meant.
@@ -84,7 +88,16 @@ def norm_number(value: Any) -> Any:
     return norm_text(value)
 
 
+def norm_label(value: Any) -> str | None:
+    """Row labels and claim sentences without their numbers: editing a figure keeps the entry."""
+    text = norm_text(value)
+    if text is None:
+        return None
+    return re.sub(r"[~≈]?\d[\d.,]*", "#", text)
+
+
 _NORMALISERS = {
+    "label": norm_label,
     "model": norm_model,
     "hardware": norm_hardware,
     "engine": norm_token,
@@ -106,6 +119,8 @@ def _normalise_cached(name: str, value: Any) -> Any:
 def normalise(name: str, value: Any) -> Any:
     if value is None:
         return None
+    if name == "concurrency" and value in (0, 1):  # unstated and 1 both mean one stream
+        return None
     try:
         return _normalise_cached(name, value)
     except TypeError:  # unhashable (a list): not cached
@@ -116,8 +131,11 @@ def normalise(name: str, value: Any) -> Any:
     return norm_number(value)
 
 
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
+
+
 def _digest(payload: dict) -> str:
-    blob = json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)
+    blob = _ENCODER.encode(payload)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 

@@ -33,7 +33,8 @@ def check_kind(kind: str | None) -> str | None:
         return None
     k = kind.strip().lower()
     if k not in KINDS:
-        raise BadRequest(f"Unknown kind {kind!r}: use one of {', '.join(KINDS)}, or leave it out to guess at first crawl.")
+        raise BadRequest(f"Unknown kind {kind!r}: use one of {', '.join(KINDS)}, "
+                         "or leave it out to guess at first crawl.")
     return k
 
 

@@ -182,9 +182,9 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('entries', schema=None) as batch_op:
         batch_op.create_index('ix_entries_decision', ['decision_status', 'severity_rank'], unique=False)
-        batch_op.create_index('ix_entries_inflation', ['inflation_ratio', 'id'], unique=False)
+        batch_op.create_index('ix_entries_inflation', ['inflation_ratio', 'id', 'flag_count', 'gone'], unique=False)
         batch_op.create_index('ix_entries_model', ['model'], unique=False)
-        batch_op.create_index('ix_entries_queue', ['severity_rank', 'inflation_ratio', 'id'], unique=False)
+        batch_op.create_index('ix_entries_queue', ['severity_rank', 'inflation_ratio', 'id', 'flag_count', 'gone'], unique=False)
         batch_op.create_index('ix_entries_recipe', ['recipe_id'], unique=False)
 
     op.create_table('entry_versions',
@@ -225,6 +225,7 @@ def upgrade() -> None:
     )
     with op.batch_alter_table('flags', schema=None) as batch_op:
         batch_op.create_index('ix_flags_rule', ['rule', 'active'], unique=False)
+        batch_op.create_index('ix_flags_updated', ['updated_at'], unique=False)
 
     op.create_table('decisions',
     sa.Column('id', sa.Integer(), nullable=False),
@@ -253,6 +254,7 @@ def downgrade() -> None:
 
     op.drop_table('decisions')
     with op.batch_alter_table('flags', schema=None) as batch_op:
+        batch_op.drop_index('ix_flags_updated')
         batch_op.drop_index('ix_flags_rule')
 
     op.drop_table('flags')

@@ -1,0 +1,37 @@
+"""``POST /api/citations``: the citation URL of a snapshot, or of a quote inside it."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from app.errors import BadRequest
+from app.main import get_session
+from app.services import citations
+
+router = APIRouter()
+
+
+class CitationRequest(BaseModel):
+    snapshot: str | None = Field(None, description="Citation id of the snapshot, e.g. ABCD-EFGH.")
+    url: str | None = Field(None, description="Or: an archived URL; its newest capture is cited.")
+    q: str | None = Field(None, description="Exact text to cite inside the snapshot (whitespace-insensitive).")
+    prefix: str | None = Field(None, description="Text right before the quote (TextQuoteSelector prefix).")
+    suffix: str | None = Field(None, description="Text right after the quote (TextQuoteSelector suffix).")
+
+
+@router.post("/api/citations")
+def create_citation(body: CitationRequest, request: Request, session: Session = Depends(get_session)) -> dict:
+    settings = request.app.state.settings
+    if body.snapshot:
+        cid = body.snapshot
+    elif body.url:
+        cid = citations.snapshot_for_url(session, body.url).citation_id
+    else:
+        raise BadRequest('name the snapshot: {"snapshot": "ABCD-EFGH", "q": "text"} or {"url": "https://...", "q": ...}')
+    if body.q:
+        return citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix)
+    snap = citations.lookup(session, cid)
+    data = citations.snapshot_json(settings, snap)
+    return {"ok": True, "id": snap.citation_id, "url": data["citation_url"], "snapshot": data}

@@ -1,0 +1,93 @@
+"""Reviewer decisions and measurements (authenticated): `POST /api/flags/{id}/decision`,
+`GET /api/decisions`, `POST /api/measurements`, `GET /api/recipes/{recipe_id}/measurements`.
+
+Programs authenticate with `Authorization: Bearer <token>` and send JSON. The reviewer UI may post
+an HTML form with the session cookie; such a post must carry the form's `csrf_token`.
+"""
+
+from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import RedirectResponse
+from pydantic import BaseModel, Field
+from sqlalchemy.orm import Session
+
+from app.errors import BadRequest
+from app.main import get_session
+from app.models import User
+from app.services import auth, decisions, measurements
+
+router = APIRouter()
+
+
+class DecisionBody(BaseModel):
+    action: str = Field(..., description="confirm or dismiss")
+    note: str = Field(..., description="Why; kept in the audit log.")
+
+
+class MeasurementBody(BaseModel):
+    recipe_id: str
+    tps: float
+    non_repeating_prompts: bool
+    output_checked: bool
+    n_runs: int | None = None
+    method: str | None = None
+    notes: str | None = None
+    measured_at: str | None = None
+
+
+async def _body(request: Request) -> tuple[dict, bool]:
+    """The request's fields and whether they came from a form."""
+    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if ctype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+        form = await request.form()
+        return {k: v for k, v in form.items() if isinstance(v, str)}, True
+    raw = await request.body()
+    try:
+        data = json.loads(raw or b"{}")
+    except ValueError:
+        raise BadRequest('The body is not JSON; send {"action": "dismiss", "note": "why"}.') from None
+    if not isinstance(data, dict):
+        raise BadRequest('The body must be a JSON object, e.g. {"action": "dismiss", "note": "why"}.')
+    return data, False
+
+
+@router.post("/api/flags/{flag_id}/decision")
+async def flag_decision(flag_id: int, request: Request, user: User = Depends(auth.require_user),
+                        session: Session = Depends(get_session)):
+    data, is_form = await _body(request)
+    if is_form and auth.is_cookie_auth(request):
+        auth.check_csrf(request, data.get("csrf_token"))
+    try:
+        body = DecisionBody(**{k: data.get(k) for k in ("action", "note") if data.get(k) is not None})
+    except Exception:
+        raise BadRequest('Send both "action" (confirm or dismiss) and "note" (why).') from None
+    result = decisions.decide(session, user, flag_id, body.action, body.note, settings=request.app.state.settings)
+    nxt = data.get("next") if is_form else None
+    if nxt and nxt.startswith("/") and not nxt.startswith("//") and not urlsplit(nxt).netloc:
+        return RedirectResponse(nxt, status_code=303)
+    return {"ok": True, "decision": result}
+
+
+@router.get("/api/decisions")
+def decision_log(entry_id: int | None = Query(None), flag_id: int | None = Query(None),
+                 limit: int = Query(100), before_id: int | None = Query(None),
+                 session: Session = Depends(get_session)) -> dict:
+    rows = decisions.list_decisions(session, entry_id=entry_id, flag_id=flag_id, limit=limit, before_id=before_id)
+    return {"ok": True, "count": len(rows), "decisions": rows,
+            "next_before_id": rows[-1]["id"] if len(rows) == limit else None}
+
+
+@router.post("/api/measurements", status_code=201)
+def add_measurement(body: MeasurementBody, request: Request, user: User = Depends(auth.require_user),
+                    session: Session = Depends(get_session)) -> dict:
+    m = measurements.record(session, request.app.state.settings, user, **body.model_dump())
+    return {"ok": True, "measurement": m}
+
+
+@router.get("/api/recipes/{recipe_id}/measurements")
+def recipe_measurements(recipe_id: str, session: Session = Depends(get_session)) -> dict:
+    return {"ok": True, "measurements": measurements.list_for_recipe(session, recipe_id)}

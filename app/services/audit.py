@@ -1,0 +1,262 @@
+"""Run the rules over entries, store flags and working numbers, and cache each recipe's quotable answer.
+
+``audit_entries(session, settings, entry_ids)`` audits those entries *and every entry of their recipes*
+(a new rung changes the ladder and the steady state its siblings are judged against). For each entry
+it reads the current ``EntryVersion`` (fields and provenance quotes) and:
+
+- upserts one ``flags`` row per rule that fires (unique ``(entry_id, rule)``), with the evidence and
+  its citations and the ``RULESET_VERSION``; a rule that no longer fires leaves its row with
+  ``active=False``; a reviewer's ``status`` (confirmed / dismissed) is never changed here;
+- fills the entry's audit columns (``working_tps``, ``basis``, ``basis_reason``, ``inflation_ratio``,
+  ``max_severity``, ``severity_rank``, ``flag_count``, ``open_flag_count``, ``decision_status``);
+- stores the recipe's quotable JSON in ``recipes.quotable`` (and ``quotable_tps``, ``basis``).
+
+The service flushes; the caller commits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
+from app.services.citations import quote_url
+from app.services.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
+from app.services.working import Candidate, StandingFlag, decide
+
+CHUNK = 500
+DENORMALISED = ("model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "headline_tps",
+                "steady_low", "steady_high", "draft_tokens", "acceptance_rate", "concurrency", "notes")
+
+
+@dataclass
+class Loaded:
+    entry: Entry
+    fields: dict
+    quotes: dict
+    citation_id: str | None
+
+
+def cite(settings: Settings, citation_id: str | None, text: str | None) -> str | None:
+    """Citation URL of ``text`` in snapshot ``citation_id``; the snapshot itself without text."""
+    if not citation_id:
+        return None
+    if not text:
+        return f"{settings.base_url}/c/{citation_id}"
+    return quote_url(settings, citation_id, text)
+
+
+def _chunks(seq: list, n: int = CHUNK):
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
+def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
+    version_ids = [e.current_version_id for e in entries if e.current_version_id]
+    versions: dict[int, tuple[dict, dict, str | None]] = {}
+    for part in _chunks(version_ids):
+        q = (select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance, Snapshot.citation_id)
+             .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id).where(EntryVersion.id.in_(part)))
+        for vid, fields, prov, cid in session.execute(q):
+            versions[vid] = (fields or {}, prov or {}, cid)
+    out = []
+    for e in entries:
+        if e.current_version_id in versions:
+            fields, prov, cid = versions[e.current_version_id]
+        else:  # no stored version: fall back on the entry's own columns
+            fields, prov, cid = {k: getattr(e, k) for k in DENORMALISED if getattr(e, k) is not None}, {}, None
+        out.append(Loaded(e, fields, prov, cid))
+    return out
+
+
+def _page_concurrency(session: Session, source_ids: set[int]) -> dict[int, list[tuple[int, int | None]]]:
+    out: dict[int, list[tuple[int, int | None]]] = {}
+    for part in _chunks(sorted(source_ids)):
+        q = select(Entry.source_id, Entry.id, Entry.concurrency).where(Entry.source_id.in_(part),
+                                                                         Entry.gone.is_(False))
+        for sid, eid, conc in session.execute(q):
+            out.setdefault(sid, []).append((eid, conc))
+    return out
+
+
+def _context(item: Loaded, group: list[Loaded], page: dict) -> Context:
+    ladder = [Rung(g.entry.id, g.fields.get("draft_tokens"), g.fields.get("headline_tps")) for g in group]
+    steady = []
+    for g in group:
+        vals = [v for v in (g.fields.get("steady_low"), g.fields.get("steady_high"))
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v and v > 0]
+        if vals:
+            steady.append(Steady(g.entry.id, float(min(vals)), float(max(vals)),
+                                 g.quotes.get("steady_low") or g.quotes.get("steady_high")))
+    neighbours = [c for eid, c in page.get(item.entry.source_id, []) if eid != item.entry.id]
+    return Context(entry_id=item.entry.id, ladder=ladder, steady=steady, page_concurrency=neighbours)
+
+
+def _evidence(settings: Settings, finding: Finding, citation_id: str | None) -> tuple[dict, str | None]:
+    quotes = [dict(q, citation=cite(settings, citation_id, q["text"])) for q in finding.quotes]
+    first = next((q["citation"] for q in quotes if q["citation"]), None) or cite(settings, citation_id, None)
+    return {"numbers": finding.numbers, "quotes": quotes}, first
+
+
+def _store_flags(session: Session, settings: Settings, item: Loaded, findings: list[Finding],
+                 existing: dict[str, Flag]) -> list[Flag]:
+    now = utcnow()
+    fired = set()
+    for f in findings:
+        fired.add(f.rule)
+        evidence, citation = _evidence(settings, f, item.citation_id)
+        flag = existing.get(f.rule)
+        if flag is None:
+            flag = Flag(entry_id=item.entry.id, rule=f.rule, severity=f.severity, explanation=f.explanation,
+                        evidence=evidence, citation=citation, ruleset_version=RULESET_VERSION, active=True,
+                        status="open", created_at=now, updated_at=now)
+            session.add(flag)
+            existing[f.rule] = flag
+            continue
+        changed = (flag.severity, flag.explanation, flag.evidence, flag.citation, flag.ruleset_version,
+                   flag.active) != (f.severity, f.explanation, evidence, citation, RULESET_VERSION, True)
+        if changed:  # the reviewer's status stays as it is
+            flag.severity, flag.explanation, flag.evidence, flag.citation = f.severity, f.explanation, evidence, citation
+            flag.ruleset_version, flag.active, flag.updated_at = RULESET_VERSION, True, now
+    for rule, flag in existing.items():
+        if rule not in fired and flag.active:
+            flag.active, flag.updated_at = False, now
+    return list(existing.values())
+
+
+def standing(flags: list[Flag]) -> list[Flag]:
+    """Flags that count: raised by the latest audit and not dismissed by a reviewer."""
+    return [f for f in flags if f.active and f.status != "dismissed"]
+
+
+def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
+    f = item.fields
+    return Candidate(item.entry.id, f.get("headline_tps"), f.get("spread"), list(f.get("samples") or []),
+                     f.get("steady_low"), f.get("steady_high"),
+                     [StandingFlag(x.rule, x.severity) for x in standing(flags)])
+
+
+def _summarise(entry: Entry, flags: list[Flag], working) -> None:
+    active = [f for f in flags if f.active]
+    counting = standing(flags)
+    top = max(counting, key=lambda f: SEVERITY_RANK.get(f.severity, 0), default=None)
+    entry.working_tps, entry.basis, entry.basis_reason = working.tps, working.basis, working.reason
+    entry.inflation_ratio = working.inflation_ratio
+    entry.max_severity = top.severity if top else None
+    entry.severity_rank = SEVERITY_RANK.get(top.severity, 0) if top else 0
+    entry.flag_count = len(active)
+    entry.open_flag_count = sum(1 for f in active if f.status == "open")
+    entry.decision_status = "none" if not active else ("pending" if entry.open_flag_count else "decided")
+
+
+def _measurements(session: Session, recipe_ids: list[str]) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+    for part in _chunks(recipe_ids):
+        q = select(Measurement.recipe_id, Measurement.tps).where(
+            Measurement.recipe_id.in_(part), Measurement.non_repeating_prompts.is_(True),
+            Measurement.output_checked.is_(True))
+        for rid, tps in session.execute(q):
+            out.setdefault(rid, []).append(tps)
+    return out
+
+
+def audit_entries(session: Session, settings: Settings, entry_ids) -> dict:
+    """Audit these entries and their recipes' other entries. Returns counts for reports."""
+    ids = sorted({int(i) for i in entry_ids})
+    if not ids:
+        return {"entries": 0, "recipes": 0, "flags_active": 0}
+    seeds: list[Entry] = []
+    for part in _chunks(ids):
+        seeds += session.scalars(select(Entry).where(Entry.id.in_(part))).all()
+    recipe_ids = sorted({e.recipe_id for e in seeds if e.recipe_id})
+    entries = {e.id: e for e in seeds}
+    for part in _chunks(recipe_ids):
+        for e in session.scalars(select(Entry).where(Entry.recipe_id.in_(part))):
+            entries[e.id] = e
+    return _audit(session, settings, list(entries.values()), recipe_ids)
+
+
+def audit_recipes(session: Session, settings: Settings, recipe_ids) -> dict:
+    """Audit every entry of these recipes (after a measurement, or to refresh a cached answer)."""
+    rids = sorted(set(recipe_ids))
+    entries: list[Entry] = []
+    for part in _chunks(rids):
+        entries += session.scalars(select(Entry).where(Entry.recipe_id.in_(part))).all()
+    return _audit(session, settings, entries, rids)
+
+
+def audit_all(session: Session, settings: Settings) -> dict:
+    rids = list(session.scalars(select(Recipe.recipe_id)))
+    total = {"entries": 0, "recipes": 0, "flags_active": 0}
+    for part in _chunks(rids, 200):
+        for k, v in audit_recipes(session, settings, part).items():
+            total[k] += v
+    loose = list(session.scalars(select(Entry.id).where(Entry.recipe_id.is_(None))))
+    for part in _chunks(loose):
+        for k, v in audit_entries(session, settings, part).items():
+            total[k] += v
+    return total
+
+
+def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_ids: list[str]) -> dict:
+    from app.services.quotable import recipe_answer
+
+    loaded = _load(session, sorted(entries, key=lambda e: e.id))
+    groups: dict[object, list[Loaded]] = {}
+    for item in loaded:
+        groups.setdefault(item.entry.recipe_id or ("entry", item.entry.id), []).append(item)
+    page = _page_concurrency(session, {i.entry.source_id for i in loaded if i.entry.source_id is not None})
+    existing: dict[int, dict[str, Flag]] = {}
+    for part in _chunks([i.entry.id for i in loaded]):
+        for flag in session.scalars(select(Flag).where(Flag.entry_id.in_(part))):
+            existing.setdefault(flag.entry_id, {})[flag.rule] = flag
+    measured = _measurements(session, recipe_ids)
+    flags_by_entry: dict[int, list[Flag]] = {}
+    for group in groups.values():
+        for item in group:
+            findings = run_rules(item.fields, item.quotes, _context(item, group, page))
+            flags_by_entry[item.entry.id] = _store_flags(session, settings, item, findings,
+                                                         existing.setdefault(item.entry.id, {}))
+    session.flush()
+    active = 0
+    for key, group in groups.items():
+        cands = [candidate(i, flags_by_entry[i.entry.id]) for i in group]
+        ms = measured.get(key, []) if isinstance(key, str) else []
+        for item, cand in zip(group, cands):
+            _summarise(item.entry, flags_by_entry[item.entry.id], decide(cands, ms, entry=cand))
+            active += sum(1 for f in flags_by_entry[item.entry.id] if f.active)
+        if isinstance(key, str):
+            recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == key))
+            if recipe is not None:
+                answer = recipe_answer(settings, key, group, flags_by_entry, decide(cands, ms))
+                recipe.quotable, recipe.quotable_tps, recipe.basis = answer, answer["quotable_tps"], answer["basis"]
+    session.flush()
+    return {"entries": len(loaded), "recipes": sum(1 for k in groups if isinstance(k, str)), "flags_active": active}
+
+
+def reaudit_entry(session: Session, settings: Settings, entry_id: int) -> None:
+    """Recompute working numbers after a decision: flags are re-run too, but decisions stay."""
+    audit_entries(session, settings, [entry_id])
+
+
+def flag_json(f: Flag, *, evidence: bool = True) -> dict:
+    out = {"id": f.id, "rule": f.rule, "severity": f.severity, "explanation": f.explanation,
+           "citation": f.citation, "status": f.status, "active": f.active, "ruleset_version": f.ruleset_version}
+    if evidence:
+        out["evidence"] = f.evidence
+    return out
+
+
+def flags_for_entries(session: Session, entry_ids, *, evidence: bool = False) -> dict[int, list[dict]]:
+    """Active flags of each entry (dismissed ones included, with their status), most severe first."""
+    out: dict[int, list[dict]] = {}
+    ids = list({int(i) for i in entry_ids})
+    for part in _chunks(ids):
+        for f in session.scalars(select(Flag).where(Flag.entry_id.in_(part), Flag.active.is_(True))):
+            out.setdefault(f.entry_id, []).append(flag_json(f, evidence=evidence))
+    for flags in out.values():
+        flags.sort(key=lambda d: (-SEVERITY_RANK.get(d["severity"], 0), d["rule"]))
+    return out

@@ -1,0 +1,68 @@
+"""Measurements: a throughput we measured ourselves (or a trusted harness did) for a recipe.
+
+Only a measurement on non-repeating prompts with checked output counts as the ``measured`` basis;
+others are kept (and listed) but do not move the working number. Recording one re-audits the recipe.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime, timezone
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import BadRequest, NotFound
+from app.models import Measurement, Recipe, User
+from app.services.audit import audit_recipes
+
+
+def _parse_when(value) -> datetime:
+    if value is None or value == "":
+        return datetime.now(timezone.utc)
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=timezone.utc)
+    try:
+        when = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
+    except ValueError:
+        raise BadRequest(f"measured_at {value!r} is not an ISO 8601 time, e.g. 2026-12-01T10:00:00Z.") from None
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def record(session: Session, settings: Settings, user: User | None, *, recipe_id: str, tps: float,
+           non_repeating_prompts: bool, output_checked: bool, n_runs: int | None = None, method: str | None = None,
+           notes: str | None = None, measured_at=None) -> dict:
+    if session.scalar(select(Recipe.id).where(Recipe.recipe_id == recipe_id)) is None:
+        raise NotFound(f"No recipe {recipe_id!r}; find its id with `caveat quote MODEL`.")
+    try:
+        tps = float(tps)
+    except (TypeError, ValueError):
+        raise BadRequest(f"tps must be a number of tokens per second, not {tps!r}.") from None
+    if not math.isfinite(tps) or tps <= 0:
+        raise BadRequest(f"tps must be a positive number of tokens per second, not {tps!r}.")
+    if n_runs is not None and n_runs < 1:
+        raise BadRequest("n_runs must be 1 or more.")
+    m = Measurement(recipe_id=recipe_id, tps=tps, non_repeating_prompts=bool(non_repeating_prompts),
+                    output_checked=bool(output_checked), n_runs=n_runs, method=method, notes=notes,
+                    measured_at=_parse_when(measured_at), user_id=user.id if user else None)
+    session.add(m)
+    session.flush()
+    audit_recipes(session, settings, [recipe_id])
+    return measurement_json(m)
+
+
+def counts(m: Measurement) -> bool:
+    return bool(m.non_repeating_prompts and m.output_checked)
+
+
+def measurement_json(m: Measurement) -> dict:
+    return {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
+            "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
+            "method": m.method, "notes": m.notes,
+            "measured_at": m.measured_at.isoformat() if m.measured_at else None}
+
+
+def list_for_recipe(session: Session, recipe_id: str) -> list[dict]:
+    q = select(Measurement).where(Measurement.recipe_id == recipe_id).order_by(Measurement.id)
+    return [measurement_json(m) for m in session.scalars(q)]

@@ -1,0 +1,175 @@
+"""Wayback-shaped replay over the ``snapshots`` table: timestamp resolution, raw (``id_``) responses,
+Memento headers, TimeGate and TimeMaps.
+
+Rules (docs/replay.md): a 17-digit timestamp that names a capture of the URL is served as is; any
+other timestamp (1-16 digits, or 17 that name no capture) is answered by a redirect to the nearest
+capture's exact 17-digit URL, never by a 200 with a different capture.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import BadRequest, FixityError, NotFound
+from app.models import Snapshot
+from app.services.snapshots import StoredResponse, load_record
+from archive import memento
+from archive.surt import surt
+
+# Archived response headers that must not act on our origin: renamed to ``X-Archive-Orig-<name>``.
+SHADOWED = {
+    "set-cookie", "set-cookie2", "content-security-policy", "content-security-policy-report-only",
+    "strict-transport-security", "public-key-pins", "clear-site-data", "transfer-encoding", "connection",
+    "keep-alive", "content-length", "date", "server", "alt-svc", "refresh", "link",
+    "access-control-allow-origin", "access-control-allow-credentials", "x-frame-options",
+    "cross-origin-opener-policy", "cross-origin-embedder-policy", "cross-origin-resource-policy",
+    "service-worker-allowed", "upgrade", "trailer", "proxy-authenticate",
+}
+# Archived documents run with no scripts, in an opaque origin, and may not fetch anything but our own
+# pages: the sandbox has no allow-scripts and no allow-same-origin.
+CSP_SANDBOX = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " \
+              "font-src 'self' data:; media-src 'self' data:; form-action 'none'; frame-ancestors 'self'"
+
+
+@dataclass
+class Resolution:
+    snapshot: Snapshot | None  # the capture the timestamp names exactly, if it does
+    redirect_ts: str | None = None  # otherwise the 17-digit timestamp of the nearest capture
+
+
+def url_from_path(raw: str, query: str = "") -> str:
+    """The archived URL as it appears after ``/web/{ts}/``: query string re-attached, a scheme
+    collapsed by proxies (``http:/x``) repaired, a missing scheme read as http."""
+    url = raw
+    for scheme in ("http:/", "https:/"):
+        if url.startswith(scheme) and not url.startswith(scheme + "/"):
+            url = scheme + "/" + url[len(scheme):]
+    if "://" not in url:
+        url = "http://" + url
+    if query:
+        url += "?" + query
+    return url
+
+
+def captures(session: Session, url: str, *, limit: int | None = None, newest_first: bool = True) -> list[Snapshot]:
+    key = surt(url)
+    order = Snapshot.timestamp.desc() if newest_first else Snapshot.timestamp.asc()
+    q = select(Snapshot).where(Snapshot.surt == key).order_by(order, Snapshot.id.desc())
+    if limit:
+        q = q.limit(limit)
+    return list(session.scalars(q))
+
+
+def timestamps(session: Session, url: str) -> list[str]:
+    key = surt(url)
+    return list(session.scalars(select(Snapshot.timestamp).where(Snapshot.surt == key)
+                                .order_by(Snapshot.timestamp)))
+
+
+def _edge(session: Session, key: str, *, first: bool) -> str | None:
+    col = Snapshot.timestamp
+    return session.scalars(select(col).where(Snapshot.surt == key)
+                           .order_by(col.asc() if first else col.desc()).limit(1)).first()
+
+
+def nearest_ts(session: Session, url: str, target: str) -> str | None:
+    """The 17-digit timestamp of the capture of ``url`` closest to ``target`` (padded), or None."""
+    key = surt(url)
+    target = memento.pad_ts(target)
+    col = Snapshot.timestamp
+    before = session.scalars(select(col).where(Snapshot.surt == key, col <= target)
+                             .order_by(col.desc()).limit(1)).first()
+    after = session.scalars(select(col).where(Snapshot.surt == key, col >= target)
+                            .order_by(col.asc()).limit(1)).first()
+    return memento.nearest(target, before, after)
+
+
+def resolve(session: Session, url: str, ts: str) -> Resolution:
+    """Apply the replay rules to ``/web/{ts}.../{url}``."""
+    if not memento.is_wayback_ts(ts):
+        raise BadRequest(f"timestamp {ts!r} is not 1 to 17 digits; use the form /web/20261201004913123/{url}")
+    key = surt(url)
+    if len(ts) == 17:
+        rows = list(session.scalars(select(Snapshot).where(Snapshot.surt == key, Snapshot.timestamp == ts)
+                                    .order_by(Snapshot.id)))
+        if rows:
+            exact = next((r for r in rows if r.url == url), rows[0])
+            return Resolution(exact)
+    found = nearest_ts(session, url, ts)
+    if found is None:
+        raise NotFound(f"{url} has not been archived. Capture it first: caveat capture '{url}'")
+    return Resolution(None, found)
+
+
+def latest(session: Session, url: str) -> str:
+    ts = _edge(session, surt(url), first=False)
+    if ts is None:
+        raise NotFound(f"{url} has not been archived. Capture it first: caveat capture '{url}'")
+    return ts
+
+
+def memento_headers(settings: Settings, snap: Snapshot, modifier: str = "") -> dict[str, str]:
+    """``Memento-Datetime`` and ``Link`` (original, timegate, timemap, this memento), as pywb sends them."""
+    urls = memento.Urls(settings.base_url, snap.url)
+    return {
+        "Memento-Datetime": memento.http_date(snap.timestamp),
+        "Link": memento.memento_link_header(urls, snap.timestamp, modifier=modifier),
+    }
+
+
+def fetch(settings: Settings, session: Session, snap: Snapshot) -> StoredResponse:
+    """The stored response with fixity checked; FixityError (500) when the bytes do not verify."""
+    stored = load_record(settings, snap, session=session)
+    if stored.fixity != "ok":
+        raise FixityError(
+            f"The archived record {snap.citation_id} ({snap.url} at {snap.timestamp}) failed its fixity check "
+            f"and is not served: {stored.fixity_detail}. The bytes in {snap.warc_file} at offset {snap.offset} "
+            "no longer match the digests recorded when they were archived; restore that WARC file from a backup "
+            "(see docs/replay.md).",
+            citation_id=snap.citation_id, fixity_detail=stored.fixity_detail)
+    return stored
+
+
+def _dechunk(data: bytes) -> bytes | None:
+    out, pos = [], 0
+    while True:
+        end = data.find(b"\r\n", pos)
+        if end < 0:
+            return None
+        try:
+            size = int(data[pos:end].split(b";")[0].strip() or b"x", 16)
+        except ValueError:
+            return None
+        if size == 0:
+            return b"".join(out)
+        out.append(data[end + 2:end + 2 + size])
+        pos = end + 2 + size + 2
+
+
+def raw_parts(stored: StoredResponse) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, header list and body for an ``id_`` response: the original ones, with headers that
+    would act on our origin renamed ``X-Archive-Orig-*`` and the body length stated."""
+    body = stored.raw_body
+    headers: list[tuple[str, str]] = []
+    chunked = False
+    for k, v in stored.headers:
+        low = k.lower()
+        if low == "transfer-encoding" and "chunked" in v.lower():
+            chunked = True
+        if low in SHADOWED:
+            headers.append((f"X-Archive-Orig-{k}", v))
+        else:
+            headers.append((k, v))
+    if chunked:  # some tools store the chunked transfer coding in the payload
+        body = _dechunk(body) or body
+    status = stored.status if stored.status and 100 <= stored.status <= 599 else 200
+    return status, headers, body
+
+
+def is_html(mime: str | None) -> bool:
+    m = (mime or "").split(";")[0].strip().lower()
+    return m in ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml") or not m

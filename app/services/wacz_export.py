@@ -1,0 +1,147 @@
+"""``export_wacz(session, settings, out, source=None, since=None)``: a WACZ of selected snapshots.
+
+The selected records (each response or revisit, its request record, and the original a revisit
+points at) are copied gzip member by gzip member, byte for byte, into one new WARC inside the
+package, so every WARC digest still verifies there. Each record's digests are checked before it is
+copied; a record that fails is left out and reported. ``pages/pages.jsonl`` gets one line per
+selected snapshot with its citation id, URL, time, title and page text.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app import __version__
+from app.config import Settings
+from app.errors import BadRequest, NotFound
+from app.models import Snapshot, Source
+from app.services.snapshots import load_record
+from archive import textquote
+from archive.cdxj import CdxjRow
+from archive.reader import RecordUnreadable, read_record
+from archive.timestamps import ts14, ts17
+from archive.wacz import Page, write_wacz
+from archive.warcwriter import WarcWriter
+
+TEXT_KINDS = ("html", "json", "markdown", "text")
+
+
+@dataclass
+class ExportReport:
+    path: str
+    snapshots: int = 0
+    records: int = 0
+    pages: int = 0
+    skipped: list[str] = field(default_factory=list)
+
+
+def parse_since(text: str | None) -> datetime | None:
+    if not text:
+        return None
+    try:
+        d = datetime.fromisoformat(text)
+    except ValueError:
+        raise BadRequest(f"--since {text!r} is not a date; use YYYY-MM-DD or an ISO date-time") from None
+    return d if d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def _select(session: Session, source: str | None, since: datetime | None) -> list[Snapshot]:
+    q = select(Snapshot).order_by(Snapshot.timestamp, Snapshot.id)
+    if source:
+        src = session.scalars(select(Source).where(Source.name == source)).first()
+        if src is None:
+            raise NotFound(f"no source named {source!r}; `caveat sources` lists them")
+        q = q.where(Snapshot.source_id == src.id)
+    if since:
+        q = q.where(Snapshot.timestamp >= ts17(since))
+    return list(session.scalars(q))
+
+
+def _title(body: bytes, kind: str) -> str | None:
+    if kind != "html":
+        return None
+    import lxml.html
+
+    try:
+        t = lxml.html.document_fromstring(body).findtext(".//title")
+    except Exception:  # noqa: BLE001 - a title is optional
+        return None
+    return " ".join(t.split()) if t else None
+
+
+def export_wacz(session: Session, settings: Settings, out: Path | str, *, source: str | None = None,
+                since: str | None = None) -> ExportReport:
+    out = Path(out)
+    snaps = _select(session, source, parse_since(since))
+    if not snaps:
+        raise NotFound("nothing to export: no snapshots match" + (f" source {source!r}" if source else "")
+                       + (f" since {since}" if since else "") + ". Capture something first: caveat capture URL")
+    report = ExportReport(str(out))
+    wanted: dict[int, Snapshot] = {}
+    for s in snaps:
+        wanted[s.id] = s
+        ref = s.refers_to
+        while ref is not None and ref.id not in wanted:
+            wanted[ref.id] = ref
+            ref = ref.refers_to
+    selected = {s.id for s in snaps}
+    rows, pages = [], []
+    with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
+        name = f"caveat-export-{ts17(datetime.now(timezone.utc))}.warc.gz"
+        warc = Path(tmp) / name
+        WarcWriter(warc, software=f"Caveat/{__version__}", info=[("description", "Caveat WACZ export")]).close()
+        with open(warc, "ab") as f:
+            pos = f.tell()
+            for s in sorted(wanted.values(), key=lambda r: (r.timestamp, r.id)):
+                src = settings.warc_dir / s.warc_file
+                try:
+                    rec = read_record(src, s.offset, s.length)
+                except RecordUnreadable as exc:
+                    report.skipped.append(f"{s.citation_id} {s.url}: {exc.kind}: {exc.message}")
+                    continue
+                if rec.problems:
+                    report.skipped.append(f"{s.citation_id} {s.url}: fixity failed: {'; '.join(rec.problems)}")
+                    continue
+                members = [(s.offset, s.length, True)]
+                if s.request_offset is not None and s.request_length:
+                    members.append((s.request_offset, s.request_length, False))
+                with open(src, "rb") as fin:
+                    for off, length, main in members:
+                        fin.seek(off)
+                        data = fin.read(length)
+                        if main:
+                            rows.append(CdxjRow(
+                                urlkey=s.surt, timestamp=ts14(s.timestamp), url=s.url,
+                                mime="warc/revisit" if s.record_type == "revisit" else (s.mime or "unk"),
+                                status=s.status, digest=s.payload_digest, length=length, offset=pos, filename=name))
+                        f.write(data)
+                        pos += length
+                        report.records += 1
+                if s.id in selected:
+                    report.snapshots += 1
+                    pages.append(_page(settings, session, s))
+            f.flush()
+        pages = [p for p in pages if p is not None]
+        report.pages = len(pages)
+        write_wacz(out, warcs=[warc], cdxj_lines=[r.line() for r in rows], pages=pages,
+                   title=f"Caveat export{' of ' + source if source else ''}",
+                   description=f"{report.snapshots} snapshots exported by Caveat {__version__}",
+                   software=f"Caveat {__version__}", main_page=pages[0] if pages else None)
+    return report
+
+
+def _page(settings: Settings, session: Session, s: Snapshot) -> Page | None:
+    stored = load_record(settings, s, session=session)
+    ctype = stored.content_type or s.mime
+    kind = textquote.text_kind(ctype, stored.body)
+    text = None
+    if stored.fixity == "ok" and kind in TEXT_KINDS and (s.mime or "").split("/")[0] in ("text", "application", ""):
+        text = textquote.page_text(stored.body, ctype)
+    return Page(url=s.url, ts=s.timestamp, title=_title(stored.body, kind), text=text, id=s.citation_id,
+                status=s.status, mime=s.mime)

@@ -1,0 +1,99 @@
+"""How every reviewer page is answered: one dict from one service call, rendered by a template, or
+returned as it is when the path ends in ``.json`` (the page's JSON twin, linked from the HTML with
+``<link rel="alternate" type="application/json">``).
+
+Also the template filters the pages share (number formats, same-origin links) and the context every
+page gets: the signed-in user and a CSRF token for its forms.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import urlsplit
+
+from fastapi import Request
+from fastapi.responses import JSONResponse, RedirectResponse
+
+from app.services import auth
+
+
+def fmt_num(value, digits: int = 2) -> str:
+    """1004.9 -> '1,004.9'; 373.0 -> '373'; None -> '–'."""
+    if value is None:
+        return "–"
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return str(value)
+    if value != value:
+        return "NaN"
+    text = f"{value:,.{digits}f}"
+    if "." in text:
+        text = text.rstrip("0").rstrip(".")
+    return text
+
+
+def fmt_ratio(value) -> str:
+    return "–" if value is None else f"{value:.2f}×"
+
+
+def make_local(base_url: str):
+    """Citation URLs are stored absolute (``settings.base_url`` at audit time); on our own pages link our
+    citation and replay paths same-origin, whatever origin they were minted under."""
+
+    def local(url: str | None) -> str:
+        if not url:
+            return ""
+        parts = urlsplit(url)
+        if parts.scheme in ("http", "https") and parts.path.startswith(("/c/", "/web/")):
+            return parts.path + (f"?{parts.query}" if parts.query else "") + (f"#{parts.fragment}" if parts.fragment else "")
+        if base_url and url.startswith(base_url.rstrip("/") + "/"):
+            return url[len(base_url.rstrip("/")):]
+        return url
+
+    return local
+
+
+def _install_filters(request: Request) -> None:
+    env = request.app.state.templates.env
+    if "tps" in env.filters:
+        return
+    env.filters["tps"] = fmt_num
+    env.filters["ratio"] = fmt_ratio
+    env.filters["local"] = make_local(request.app.state.settings.base_url)
+
+
+def split_json(ref: str) -> tuple[str, bool]:
+    """``'12.json'`` -> ``('12', True)``; ``'12'`` -> ``('12', False)``."""
+    return (ref[:-5], True) if ref.endswith(".json") else (ref, False)
+
+
+def json_href(request: Request) -> str:
+    path = request.url.path
+    href = path if path.endswith(".json") else (path.rstrip("/") or "/queue") + ".json"
+    return href + (f"?{request.url.query}" if request.url.query else "")
+
+
+def render(request: Request, template: str, data: dict, *, as_json: bool, user=None, status: int = 200,
+           **extra):
+    """The page's HTML, or ``data`` itself as JSON for the twin."""
+    if as_json:
+        return JSONResponse(data, status_code=status)
+    _install_filters(request)
+    ctx = {"data": data, "user": user, "csrf": auth.csrf_token(request), "json_href": json_href(request),
+           "path": request.url.path, "full_path": _full_path(request)}
+    ctx.update(extra)
+    return request.app.state.templates.TemplateResponse(request, template, ctx, status_code=status)
+
+
+def _full_path(request: Request) -> str:
+    return request.url.path + (f"?{request.url.query}" if request.url.query else "")
+
+
+def safe_next(target: str | None, default: str = "/queue") -> str:
+    """Only same-site relative paths are followed after a form post."""
+    if target and target.startswith("/") and not target.startswith("//") and "\\" not in target \
+            and not urlsplit(target).netloc:
+        return target
+    return default
+
+
+def redirect(target: str) -> RedirectResponse:
+    return RedirectResponse(target, status_code=303)

@@ -1,0 +1,44 @@
+"""``/sources`` (and ``/sources.json``): each followed source with its last crawl, status and warnings;
+``POST /sources/crawl`` crawls one now (signed in, CSRF-checked)."""
+
+from __future__ import annotations
+
+from urllib.parse import quote
+
+from fastapi import APIRouter, Depends, Request
+from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
+
+from app.main import get_session
+from app.models import User
+from app.services import auth
+from app.services.crawl import crawl_one
+from app.services.pages import sources_page
+from app.services.sources import get_source
+from app.views.rendering import redirect, render
+
+router = APIRouter(include_in_schema=False)
+
+
+@router.get("/sources")
+def sources_view(request: Request, session: Session = Depends(get_session),
+                 user: User | None = Depends(auth.current_user)):
+    return render(request, "sources.html", sources_page(session), as_json=False, user=user,
+                  crawled=request.query_params.get("crawled"))
+
+
+@router.get("/sources.json")
+def sources_json(request: Request, session: Session = Depends(get_session)):
+    return render(request, "sources.html", sources_page(session), as_json=True)
+
+
+@router.post("/sources/crawl")
+async def crawl_now(request: Request, session: Session = Depends(get_session),
+                    user: User = Depends(auth.require_user)):
+    form = await request.form()
+    auth.check_csrf(request, form.get("csrf_token"))
+    src = get_source(session, str(form.get("name") or ""))
+    session.commit()  # release the request's read transaction before the crawl writes (SQLite)
+    # the crawl fetches and writes: run it off the event loop so other pages keep being served
+    report = await run_in_threadpool(crawl_one, request.app.state.db, request.app.state.settings, src)
+    return redirect(f"/sources?crawled={quote(src.name)}&status={quote(report.status)}#source-{src.id}")

@@ -1,0 +1,138 @@
+"""Capture speed: 1,000 distinct 100 KB HTML-like pages from 127.0.0.1, end to end, against warcio.
+
+Ours: ``capture_urls`` (fetch, write .warc.gz, fsync, index rows, CDXJ) on a fresh SQLite database.
+Peer: warcio's ``WARCWriter`` with its defaults (gzip level 9, sha1 digests) writing response records
+with the same payloads and headers to one file, then fsync - writing only, no fetching.
+
+    .venv/bin/python bench/capture.py            # 1,000 pages
+    .venv/bin/python bench/capture.py --pages 200
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import io
+import multiprocessing
+import os
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+PAGE_BYTES = 100 * 1024
+WORDS = ("model hardware engine tok/s quant draft acceptance gpu nvidia rtx pro 6000 llama glm qwen vllm sglang "
+         "the of and notes steady state tg128 pp512 concurrency speculative decoding batch context").split()
+
+
+def make_page(i: int) -> bytes:
+    rnd = random.Random(i)
+    parts = [f"<!doctype html><html><head><title>Leaderboard snapshot {i}</title></head><body><table>\n"]
+    size = len(parts[0])
+    while size < PAGE_BYTES:
+        row = (f'<tr><td class="model">{rnd.choice(WORDS)}-{rnd.randint(1, 999)}B</td>'
+               f"<td>{rnd.choice(WORDS)}</td><td>{rnd.random() * 1000:.2f}</td>"
+               f"<td>{' '.join(rnd.choice(WORDS) for _ in range(4))}</td></tr>\n")
+        parts.append(row)
+        size += len(row)
+    return "".join(parts).encode()[:PAGE_BYTES - 16] + b"</table></html>\n"
+
+
+def serve(pages: int, port_queue) -> None:
+    """A small keep-alive HTTP/1.1 server in its own process (asyncio, pre-built responses)."""
+    bodies = {f"/page/{i}".encode(): make_page(i) for i in range(pages)}
+    responses = {path: (b"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: "
+                        + str(len(body)).encode() + b"\r\n\r\n" + body) for path, body in bodies.items()}
+    missing = b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n"
+
+    async def handle(reader, writer):
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                path = head.split(b" ", 2)[1]
+                writer.write(responses.get(path, missing))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main():
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port_queue.put(server.sockets[0].getsockname()[1])
+        async with server:
+            await server.serve_forever()
+
+    asyncio.run(main())
+
+
+def run_ours(urls: list[str], workdir: Path, workers: int) -> tuple[float, int]:
+    from app.config import Settings
+    from app.db import Database
+    from app.services.capture import capture_urls
+
+    settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True)
+    db = Database(settings)
+    db.upgrade()
+    capture_urls(db, urls[:5])  # warm-up: imports, connection pool, first file (not timed)
+    before = sum(f.stat().st_size for f in settings.warc_dir.glob("*.warc.gz"))
+    t0 = time.perf_counter()
+    results = capture_urls(db, urls[5:], workers=workers)
+    elapsed = time.perf_counter() - t0
+    bad = [r for r in results if r.error]
+    if bad:
+        raise SystemExit(f"capture failed: {bad[0].error}")
+    size = sum(f.stat().st_size for f in settings.warc_dir.glob("*.warc.gz")) - before
+    db.dispose()
+    return (len(urls) - 5) / elapsed, size
+
+
+def run_peer(pages: list[bytes], urls: list[str], workdir: Path) -> tuple[float, int]:
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    path = workdir / "peer.warc.gz"
+    t0 = time.perf_counter()
+    with open(path, "wb") as f:
+        writer = WARCWriter(f, gzip=True)
+        for url, body in zip(urls, pages):
+            headers = StatusAndHeaders("200 OK", [("Content-Type", "text/html; charset=utf-8"),
+                                                  ("Content-Length", str(len(body)))], protocol="HTTP/1.1")
+            rec = writer.create_warc_record(url, "response", payload=io.BytesIO(body), http_headers=headers)
+            writer.write_record(rec)
+        f.flush()
+        os.fsync(f.fileno())
+    elapsed = time.perf_counter() - t0
+    return len(pages) / elapsed, path.stat().st_size
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--pages", type=int, default=1000)
+    ap.add_argument("--workers", type=int, default=8, help="fetch threads (capture_urls default: 8)")
+    args = ap.parse_args()
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    server = ctx.Process(target=serve, args=(args.pages + 5, q), daemon=True)
+    server.start()
+    port = q.get(timeout=60)
+    try:
+        urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(args.pages + 5)]
+        pages = [make_page(i) for i in range(5, args.pages + 5)]
+        with tempfile.TemporaryDirectory() as tmp:
+            ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers)
+            peer_rate, peer_size = run_peer(pages, urls[5:], Path(tmp))
+    finally:
+        server.terminate()
+    print(f"pages: {args.pages} x {PAGE_BYTES // 1024} KB, cpus: {os.cpu_count()}")
+    print(f"ours (fetch+write+fsync+index): {ours_rate:8.1f} records/s  {ours_size / 1e6:8.2f} MB")
+    print(f"peer (warcio default, write):   {peer_rate:8.1f} records/s  {peer_size / 1e6:8.2f} MB")
+    print(f"speed ratio: {ours_rate / peer_rate:.2f}x (goal >= 4x)   size ratio: {ours_size / peer_size:.3f} "
+          "(goal <= 1.10)")
+
+
+if __name__ == "__main__":
+    main()

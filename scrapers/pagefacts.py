@@ -1,0 +1,75 @@
+"""Facts a page states once for all its figures: the model in the title, "4x RTX PRO 6000 Blackwell",
+"TP4/DCP4, MTP-3", "vLLM 0.11.0". Used by the markdown and text parsers for rows that name no model
+or hardware themselves (model cards, posts), never to overwrite what a row says.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scrapers import phrases
+from scrapers.columns import ENGINE_RE, _NUM_WORDS, find_quant, split_engine
+
+_GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO\s*)?\d{4}\w*(?:\s+(?:Ti|Ada|Blackwell|Max-Q|"
+        r"Workstation|Server|Edition))*|[HBA]\d{2,3}\w*(?:\s+(?:SXM\d?|PCIe|NVL|80GB|SXM))*|L40S?|L4|GB\d{3}|"
+        r"MI\d{3}X?|RX\s*\d{4}\s*\w*|M\d\s+(?:Max|Ultra|Pro)|Blackwell|Hopper)")
+_HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(?P<hw>" + _GPU + r")"
+                 r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
+_MODEL = re.compile(r"\b(?!llama\.cpp|llama-bench|llama-server)((?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command)"
+                    r"[-\s]?[\w.]*(?:-[\w.]+)*(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*)", re.I)
+
+
+def find_hardware(text: str) -> tuple[int | None, str, str] | None:
+    """(count, name, quote) for the first GPU named in ``text``."""
+    m = _HW.search(text)
+    if not m:
+        return None
+    n = m.group("n")
+    count = None
+    if n:
+        count = int(n) if n.isdigit() else _NUM_WORDS.get(n.lower())
+    name = re.sub(r"^(?:NVIDIA|AMD)\s+", "", m.group("hw").strip(), flags=re.I)
+    return count, name, m.group(0).strip()
+
+
+def find_model(text: str) -> str | None:
+    m = _MODEL.search(text)
+    if not m:
+        return None
+    return m.group(1).rstrip(".,;:")
+
+
+def facts(title: str, intro: str) -> dict[str, tuple[object, str]]:
+    """``{field: (value, quote)}`` from a page's title and opening text."""
+    out: dict[str, tuple[object, str]] = {}
+    for text in (title, intro):
+        if not text:
+            continue
+        model = find_model(text)
+        if model and "model" not in out:
+            out["model"] = (model, model)
+            q = find_quant(model)
+            if q:
+                out.setdefault("quantization", (q, q))
+        q = find_quant(text)
+        if q and "quantization" not in out and text is intro:
+            out["quantization"] = (q, q)
+        hw = find_hardware(text)
+        if hw and ("hardware" not in out or len(hw[1]) > len(out["hardware"][0])):
+            count, name, quote = hw
+            out["hardware"] = (name, name)
+            if count:
+                out["gpu_count"] = (count, quote)
+        m = ENGINE_RE.search(text)
+        if m and "engine" not in out:
+            eng, ver = split_engine(text[m.start():m.start() + 60])
+            out["engine"] = (eng, eng)
+            if ver:
+                out["engine_version"] = (ver, ver)
+        for f, vq in phrases.extract(text, strict=True).items():
+            if f in ("n_runs", "concurrency", "prompt", "tokens_stated", "seconds_stated", "steady_low",
+                     "steady_high", "prompt_tokens", "acceptance_rate", "acceptance_length",
+                     "accepted_tokens", "drafted_tokens", "spread"):
+                continue   # these belong to one measurement, not to the page
+            out.setdefault(f, vq)
+    return out

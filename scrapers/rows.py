@@ -1,0 +1,262 @@
+"""From table rows (html or markdown) to ParsedEntry objects, through the shared recognisers.
+
+``Builder`` sets one canonical field from one piece of text, keeping the exact quote and turning an
+unreadable value into a per-field warning (the raw text is kept in ``extra``). ``table_entries``
+turns a header row and body rows into entries: one per row, or one per throughput column when the
+columns are llama-bench tests ("pp512 t/s", "tg128 t/s").
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from scrapers import phrases
+from scrapers.columns import Column, classify, find_quant, split_engine, split_hardware, test_sizes
+from scrapers.fields import FIELDS, ParsedEntry
+from scrapers.numbers import NUMBER_RE, parse_int, parse_number, parse_range, parse_rate, parse_tokens, read
+
+EMPTY = {"", "-", "—", "–", "n/a", "na", "none", "?", "null", "tbd", "…", "--"}
+_STRIP = " \t*`_\u00a0"
+_WS = re.compile(r"\s+")
+_INT_TOKENS = {"context_length", "prompt_tokens", "gen_tokens"}
+
+
+def clean(text: str) -> str:
+    t = text.strip(_STRIP)
+    if "  " in t or "\n" in t or "\t" in t or "\r" in t or "\u00a0" in t:
+        t = _WS.sub(" ", t).strip(_STRIP)
+    return t
+
+
+@lru_cache(maxsize=65536)
+def _effects(field: str, text: str, label: str, decimal_comma: bool) -> tuple:
+    """What setting ``field`` from ``text`` does to an empty entry (cached: leaderboards repeat cells)."""
+    b = Builder(decimal_comma=decimal_comma)
+    b._set_text(field, text, label)
+    e = b.entry
+    return tuple(e.fields.items()), tuple(e.quotes.items()), tuple(e.warnings), tuple(e.extra.items())
+
+
+class Builder:
+    """Accumulates one entry; the first value set for a field wins (explicit columns go first)."""
+
+    __slots__ = ("entry", "decimal_comma")
+
+    def __init__(self, context: str = "", decimal_comma: bool = False):
+        self.entry = ParsedEntry(context=context)
+        self.decimal_comma = decimal_comma
+
+    def put(self, field: str, value, quote: str | None) -> None:
+        e = self.entry
+        if value is None or field in e.fields:
+            return
+        e.fields[field] = value
+        if quote:
+            e.quotes[field] = quote
+
+    def warn(self, label: str, text: str, what: str) -> None:
+        self.entry.warnings.append(f"{label}: could not read {what} from {text!r}; kept the text in extra")
+        self.entry.extra.setdefault(label, text)
+
+    def set_text(self, field: str, text: str, label: str) -> None:
+        """Set ``field`` from a cell/value text; unreadable numbers become warnings (raw text kept in extra)."""
+        fields, quotes, warnings, extra = _effects(field, text, label, self.decimal_comma)
+        e = self.entry
+        quotes = dict(quotes)
+        for f, v in fields:
+            if f not in e.fields:
+                e.fields[f] = list(v) if isinstance(v, list) else v
+                if f in quotes:
+                    e.quotes[f] = quotes[f]
+        e.warnings.extend(warnings)
+        for k, v in extra:
+            e.extra.setdefault(k, v)
+
+    def _set_text(self, field: str, text: str, label: str) -> None:
+        t = clean(text)
+        if t.lower() in EMPTY:
+            return
+        kind = FIELDS.get(field)
+        if field == "hardware":
+            n, name = split_hardware(t)
+            self.put("hardware", name, name)
+            if n is not None:
+                self.put("gpu_count", n, t)
+        elif field == "gpu_count":
+            n = parse_int(t)
+            if n is None:
+                n2, name = split_hardware(t)
+                if n2 is None:
+                    return self.warn(label, t, "a GPU count")
+                self.put("gpu_count", n2, t)
+                self.put("hardware", name, name)
+            else:
+                self.put("gpu_count", n, t)
+        elif field == "engine":
+            eng, ver = split_engine(t)
+            self.put("engine", eng, eng)
+            if ver:
+                self.put("engine_version", ver, ver)
+        elif field == "engine_version":
+            self.put(field, t[1:] if re.fullmatch(r"v\d[\w.+-]*", t) else t, t)
+        elif field == "test":
+            self.put("test", t, t)
+            pp, tg = test_sizes(t)
+            if pp:
+                self.put("prompt_tokens", pp, t)
+            if tg:
+                self.put("gen_tokens", tg, t)
+        elif field == "acceptance_rate":
+            v = parse_rate(t)
+            if v is None:
+                return self.warn(label, t, "an acceptance rate")
+            self.put(field, v, t)
+        elif field == "samples" or field == "per_position_rates":
+            vals = [float(x) for x in (parse_number(p) for p in NUMBER_RE.findall(t.replace(", ", " ; ")))
+                    if x is not None]
+            if not vals:
+                return self.warn(label, t, "a list of numbers")
+            self.put(field, vals, t)
+            if field == "samples":
+                self.put("n_runs", len(vals), t)
+        elif field in ("notes", "command"):
+            self.put(field, t, t)
+            self.phrases(t)
+        elif kind is int:
+            v = parse_tokens(t) if field in _INT_TOKENS else parse_int(t)
+            if v is None:
+                return self.warn(label, t, "a whole number")
+            self.put(field, v, t)
+        elif kind is float:
+            v = parse_number(t, decimal_comma=self.decimal_comma)
+            if v is None:
+                return self.warn(label, t, "a number")
+            self.put(field, v, t)
+        else:
+            self.put(field, t, t)
+
+    def set_tps(self, col: Column, text: str, label: str | None = None) -> None:
+        t = clean(text)
+        if t.lower() in EMPTY:
+            return
+        r = read(t, decimal_comma=self.decimal_comma)
+        if r.form in ("one", "pm", "of") and r.value is not None:
+            self.put("headline_tps", r.value, t)
+            self.put("headline_label", label or col.header, None)
+            if r.spread is not None:
+                self.put("spread", r.spread, t)
+            if col.test:
+                self.set_text("test", col.test, col.header)
+        elif r.form == "range":
+            self.entry.warnings.append(f"{col.header}: a range {t!r} where one figure was expected; kept as steady state")
+            self.put("steady_low", r.low, t)
+            self.put("steady_high", r.high, t)
+        else:
+            self.warn(col.header, t, "a tok/s figure")
+
+    def set_steady(self, label: str, text: str) -> None:
+        t = clean(text)
+        if t.lower() in EMPTY:
+            return
+        rng = parse_range(t)
+        if rng is None:
+            return self.warn(label, t, "a steady-state range")
+        self.put("steady_low", rng[0], t)
+        self.put("steady_high", rng[1], t)
+
+    def phrases(self, text: str, *, strict: bool = False) -> None:
+        for f, (v, q) in phrases.extract(text, strict=strict).items():
+            self.put(f, v, q)
+
+    def finish(self) -> ParsedEntry:
+        e = self.entry
+        if "quantization" not in e.fields and "model" in e.fields:
+            q = find_quant(e.fields["model"])
+            if q:
+                self.put("quantization", q, q)
+        return e
+
+
+def _is_test_table(tps_cols: list[Column]) -> bool:
+    return len(tps_cols) > 1 and all(c.test for c in tps_cols)
+
+
+def pick_headline(tps_cols: list[tuple[int, Column]]) -> int | None:
+    """Index of the throughput column the page puts forward: decode/unspecified before prefill."""
+    if not tps_cols:
+        return None
+    for want in ("decode", ""):
+        for i, c in tps_cols:
+            if c.phase == want:
+                return i
+    return tps_cols[0][0]
+
+
+def table_entries(headers: list[str], rows: list[list[str]], *, row_notes: list[list[str]] | None = None,
+                  defaults: dict | None = None, llama_bench: bool = False,
+                  decimal_comma: bool = False, warnings: list[str] | None = None) -> list[ParsedEntry]:
+    """Entries from one table. ``row_notes[i]`` holds extra text for row i (details row, title attribute)."""
+    cols = [classify(h) for h in headers]
+    if llama_bench:
+        cols = [Column(c.header, role="extra") if c.field == "engine" and norm(c.header) == "backend" else c
+                for c in cols]
+    tps = [(i, c) for i, c in enumerate(cols) if c.role == "tps"]
+    per_test = _is_test_table([c for _, c in tps])
+    head_idx = pick_headline(tps)
+    out: list[ParsedEntry] = []
+    n_head = len(headers)
+    for r, cells in enumerate(rows):
+        targets = [i for i, _ in tps] if per_test else [head_idx]
+        for target in targets:
+            b = Builder(context=" | ".join(clean(c) for c in cells), decimal_comma=decimal_comma)
+            if len(cells) != n_head:
+                b.entry.warnings.append(f"row has {len(cells)} cells where the header has {n_head}; "
+                                        "cells were matched to headers from the left")
+            for i, cell in enumerate(cells[:n_head]):
+                col = cols[i]
+                if col.role == "tps":
+                    if i == target:
+                        b.set_tps(col, cell)
+                    elif not per_test and clean(cell).lower() not in EMPTY:
+                        b.entry.extra[col.header] = clean(cell)
+                elif col.role == "steady":
+                    b.set_steady(col.header, cell)
+                elif col.role == "extra":
+                    t = clean(cell)
+                    if t and t.lower() not in EMPTY:
+                        b.entry.extra[col.header] = t
+                else:
+                    b.set_text(col.field, cell, col.header)
+            if target is None and not b.entry.warnings:
+                b.entry.warnings.append("no tok/s column in this table; the entry has no headline figure")
+            for text in (row_notes[r] if row_notes else ()):
+                if "notes" not in b.entry.fields:
+                    b.put("notes", clean(text), clean(text))
+                b.phrases(clean(text))
+            if llama_bench:
+                b.put("engine", "llama.cpp", None)
+            for f, (v, q) in (defaults or {}).items():
+                b.put(f, v, q)
+            e = b.finish()
+            if e.fields:
+                out.append(e)
+    return out
+
+
+def norm(h: str) -> str:
+    return clean(h).lower()
+
+
+def is_entry_table(headers: list[str]) -> bool:
+    """A table of claims has a tok/s column, or a model/hardware column beside other known columns."""
+    cols = [classify(h) for h in headers]
+    if any(c.role in ("tps", "steady") for c in cols):
+        return True
+    known = {c.field for c in cols if c.field}
+    return bool(known & {"model", "hardware"}) and len(known) >= 3
+
+
+def looks_llama_bench(headers: list[str]) -> bool:
+    h = {norm(x) for x in headers}
+    return {"model", "test", "t/s"} <= h or ({"test", "t/s"} <= h and ("backend" in h or "ngl" in h))

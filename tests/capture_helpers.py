@@ -1,0 +1,33 @@
+"""Helpers shared by the capture tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+from app.db import Database
+
+REPO = Path(__file__).resolve().parent.parent
+REF_BIN = Path(os.environ.get("CAVEAT_REF_BIN", str(REPO / ".venv-ref" / "bin")))
+
+
+def db_with(settings, **changes) -> Database:
+    """A Database on the same files whose settings differ by ``changes`` (limits, timeouts...)."""
+    return Database(settings.model_copy(update=changes))
+
+
+def warc_files(settings) -> list[Path]:
+    return sorted(settings.warc_dir.glob("*.warc.gz"))
+
+
+def ref_tool(name: str) -> str:
+    path = REF_BIN / name
+    if not path.exists():
+        raise AssertionError(f"reference tool {path} is missing; install the referee venv (.venv-ref) or set "
+                             "CAVEAT_REF_BIN")
+    return str(path)
+
+
+def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)

@@ -1,0 +1,235 @@
+"""Capture against a real HTTP server on 127.0.0.1: bytes as transferred, hops, limits, revisits."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import re
+
+import pytest
+from sqlalchemy import func, select
+
+from app.errors import NotFound
+from app.models import Snapshot
+from app.services.capture import capture_urls
+from app.services.snapshots import find_by_citation, load_record
+from archive.reader import read_record
+from archive.recovery import scan_members
+from tests.capture_helpers import db_with, warc_files
+
+PAGE = "<html><body><table><tr><td>llama 7B</td><td>131.42 t/s</td></tr></table></body></html>\n" * 40
+
+
+def count_rows(db) -> int:
+    with db.Session() as s:
+        return s.scalar(select(func.count()).select_from(Snapshot))
+
+
+def test_capture_stores_plain_page_and_reads_it_back(backend_db, server):
+    url = server.route("/board", PAGE)
+    [r] = capture_urls(backend_db, [url])
+    assert r.error is None and r.status == 200 and r.size == len(PAGE.encode())
+    snap = r.snapshot
+    assert re.fullmatch(r"\d{17}", snap.timestamp)
+    assert snap.surt.endswith(")/board") and snap.mime == "text/html" and snap.record_type == "response"
+    assert re.fullmatch(r"[2-9A-HJ-NP-Z]{4}-[2-9A-HJ-NP-Z]{4}", snap.citation_id)
+    assert not snap.warc_file.startswith("/") and (backend_db.settings.warc_dir / snap.warc_file).exists()
+    stored = load_record(backend_db.settings, snap)
+    assert stored.fixity == "ok" and stored.status == 200
+    assert stored.raw_body == stored.body == PAGE.encode()
+    # The request record is there too, names Caveat in its User-Agent and is linked to the response.
+    req = read_record(backend_db.settings.warc_dir / snap.warc_file, snap.request_offset, snap.request_length)
+    assert req.warc_type == "request" and req.header("WARC-Concurrent-To") == snap.record_id
+    assert "Caveat/" in req.http_header("User-Agent")
+    assert "Caveat/" in server.requests[-1]["headers"]["User-Agent"]
+
+
+def test_gzip_page_is_stored_as_transferred(db, server):
+    url = server.route("/gz", PAGE, gzip_body=True)
+    [r] = capture_urls(db, [url])
+    stored = load_record(db.settings, r.snapshot)
+    served = server.routes["/gz"].body
+    assert stored.raw_body == served and stored.raw_body[:2] == b"\x1f\x8b"
+    assert stored.body == PAGE.encode()
+    assert stored.header("Content-Encoding") == "gzip"
+    assert stored.header("Content-Length") == str(len(served))
+    assert r.snapshot.sha256 == hashlib.sha256(served).hexdigest()
+
+
+def test_chunked_body_is_stored_dechunked_with_content_length(db, server):
+    body = PAGE.encode() * 3
+    url = server.route("/chunked", body, chunked=True)
+    [r] = capture_urls(db, [url])
+    stored = load_record(db.settings, r.snapshot)
+    assert stored.raw_body == body
+    assert stored.header("Transfer-Encoding") is None
+    assert stored.header("Content-Length") == str(len(body))
+
+
+def test_redirect_chain_stores_each_hop(db, server):
+    final = server.route("/final", PAGE)
+    server.redirect("/r2", "/final", status=301)
+    start = server.redirect("/r1", server.url("/r2"))
+    [r] = capture_urls(db, [start])
+    assert r.final_url == final and r.status == 200
+    assert [h.status for h in r.hops] == [302, 301]
+    assert [h.redirect_to for h in r.hops] == [server.url("/r2"), final]
+    assert len({h.record_id for h in r.hops} | {r.snapshot.record_id}) == 3
+    assert count_rows(db) == 3
+
+
+def test_too_many_redirects_writes_nothing(db, server):
+    server.redirect("/a", "/b")
+    server.redirect("/b", "/c")
+    server.route("/c", PAGE)
+    [r] = capture_urls(db_with(db.settings, max_redirects=1), [server.url("/a")])
+    assert r.error and "more than 1 redirects" in r.error and "CAVEAT_MAX_REDIRECTS" in r.error
+    assert count_rows(db) == 0
+
+
+def test_404_is_captured_with_its_status(db, server, cli):
+    url = server.url("/missing")
+    result = cli("capture", url)
+    assert result.exit_code == 0, result.output
+    assert re.match(r"404  9 B  [2-9A-Z]{4}-[2-9A-Z]{4}  " + re.escape(url), result.output)
+    with db.Session() as s:
+        assert s.scalars(select(Snapshot.status)).all() == [404]
+
+
+def test_non_utf8_page_keeps_its_bytes(db, server):
+    text = "<html><meta charset=shift_jis><p>速度 – 131 トークン/秒</p></html>"
+    body = text.encode("shift_jis", "replace")
+    url = server.route("/sjis", body, content_type="text/html; charset=Shift_JIS")
+    [r] = capture_urls(db, [url])
+    stored = load_record(db.settings, r.snapshot)
+    assert stored.body == body and stored.header("Content-Type") == "text/html; charset=Shift_JIS"
+    assert stored.body.decode("shift_jis") == text.encode("shift_jis", "replace").decode("shift_jis")
+
+
+@pytest.mark.parametrize("chunked", [False, True])
+def test_body_over_limit_is_refused_and_nothing_written(db, server, chunked):
+    url = server.route("/big", b"x" * 5000, chunked=chunked)
+    small = db_with(db.settings, max_body_bytes=1000)
+    [r] = capture_urls(small, [url])
+    assert r.error and "1,000" in r.error and "CAVEAT_MAX_BODY_BYTES" in r.error
+    assert count_rows(db) == 0
+    # Only the warcinfo record is in the file.
+    [path] = warc_files(db.settings)
+    assert len(scan_members(path).members) == 1
+
+
+def test_slow_response_times_out_cleanly(db, server):
+    url = server.route("/slow", PAGE, delay=2.0)
+    fast = server.route("/fast", PAGE)
+    results = capture_urls(db_with(db.settings, read_timeout=0.3), [url, fast])
+    assert results[0].error and "0.3 s" in results[0].error and "CAVEAT_READ_TIMEOUT" in results[0].error
+    assert results[1].error is None and count_rows(db) == 1
+
+
+def test_recapture_writes_revisit_with_unique_timestamps(backend_db, server):
+    url = server.route("/same", PAGE)
+    results = capture_urls(backend_db, [url, url, url])
+    first, *later = [r.snapshot for r in results]
+    assert first.record_type == "response"
+    for snap in later:
+        assert snap.record_type == "revisit" and snap.sha256 == first.sha256
+        assert snap.refers_to_id == first.id and snap.refers_to_record_id == first.record_id
+    assert len({s.timestamp for s in [first, *later]}) == 3
+    rec = read_record(backend_db.settings.warc_dir / later[0].warc_file, later[0].offset, later[0].length)
+    assert rec.header("WARC-Refers-To-Target-URI") == url
+    assert rec.header("WARC-Refers-To") == first.record_id
+    assert rec.header("WARC-Refers-To-Date").startswith(first.timestamp[:4])
+    assert "identical-payload-digest" in rec.header("WARC-Profile")
+    assert rec.payload == b""  # the revisit does not store a second copy
+    stored = load_record(backend_db.settings, later[0])
+    assert stored.fixity == "ok" and stored.body == PAGE.encode() and stored.record_type == "revisit"
+
+
+def test_changed_page_is_a_new_response(db, server):
+    url = server.route("/page", PAGE)
+    capture_urls(db, [url])
+    server.route("/page", PAGE + "<!-- updated -->")
+    [r] = capture_urls(db, [url])
+    assert r.snapshot.record_type == "response"
+
+
+def test_find_by_citation_forgives_typing(db, server):
+    [r] = capture_urls(db, [server.route("/c", PAGE)])
+    cid = r.snapshot.citation_id
+    with db.Session() as s:
+        assert find_by_citation(s, cid.lower().replace("-", "\u2013")).id == r.snapshot.id
+        with pytest.raises(NotFound, match="ABCD-EFGH"):
+            find_by_citation(s, "nope")
+
+
+def test_files_rotate_at_configured_size(db, server):
+    urls = [server.route(f"/p{i}", PAGE + str(i)) for i in range(3)]
+    small = db_with(db.settings, warc_rotate_bytes=200)
+    for url in urls:
+        capture_urls(small, [url])
+    files = warc_files(db.settings)
+    assert len(files) == 3
+    with db.Session() as s:
+        assert len(set(s.scalars(select(Snapshot.warc_file)))) == 3
+
+
+def test_cli_capture_prints_lines_and_fails_on_errors(cli, server):
+    ok = server.route("/ok", PAGE)
+    result = cli("capture", ok, "ftp://example.org/x")
+    assert result.exit_code == 1
+    assert re.search(r"^200  [\d,]+ B  [2-9A-Z]{4}-[2-9A-Z]{4}  " + re.escape(ok) + "$", result.output, re.M)
+    assert "error  ftp://example.org/x: only http and https" in result.output
+
+
+def test_gzip_raw_body_decodes_to_same_page(db, server):
+    url = server.route("/gz2", PAGE, gzip_body=True)
+    [r] = capture_urls(db, [url])
+    assert gzip.decompress(load_record(db.settings, r.snapshot).raw_body) == PAGE.encode()
+
+
+def test_large_bodies_stream_through_disk(db, server, monkeypatch):
+    """Bodies past the in-memory limits are spooled to disk and compressed while writing."""
+    import app.services.capture as capture_mod
+    import archive.fetcher as fetcher_mod
+    from tests.capture_helpers import ref_tool, run
+
+    monkeypatch.setattr(capture_mod, "PREPARE_MAX", 1000)
+    monkeypatch.setattr(fetcher_mod, "SPOOL_IN_MEMORY", 1000)
+    body = (PAGE * 10).encode()
+    [r] = capture_urls(db, [server.route("/large", body, chunked=True)])
+    stored = load_record(db.settings, r.snapshot)
+    assert stored.fixity == "ok" and stored.raw_body == body
+    check = run([ref_tool("warcio"), "check", *map(str, warc_files(db.settings))])
+    assert check.returncode == 0, check.stdout
+
+
+def test_cdxj_index_is_merged_and_heals_when_stale(db, server):
+    from app.services.warcfiles import index_path
+
+    capture_urls(db, [server.route("/i1", PAGE + "1"), server.route("/i2", PAGE + "2")])
+    capture_urls(db, [server.route("/i3", PAGE + "3")])  # merged into the sorted file
+    path = index_path(db.settings)
+    lines = path.read_text().splitlines()
+    assert len(lines) == 3 and lines == sorted(lines)
+    path.write_text("\n".join(lines[1:]) + "\n")  # a killed run left the index behind the table
+    capture_urls(db, [server.route("/i4", PAGE + "4")])
+    lines = path.read_text().splitlines()
+    assert len(lines) == 4 and lines == sorted(lines)
+    with db.Session() as s:
+        assert {ln.split(" ")[0] for ln in lines} == set(s.scalars(select(Snapshot.surt)))
+
+
+def test_http10_response_ending_at_connection_close(db, server):
+    """No Content-Length, body ends when the server closes (python -m http.server, old servers)."""
+    def old_server(h):
+        h.close_connection = True
+        h.wfile.write(b"HTTP/1.0 200 OK\r\nServer: old\r\nContent-Type: text/html\r\n\r\n" + PAGE.encode())
+
+    server.route("/old", handler=old_server)
+    [r] = capture_urls(db, [server.url("/old")])
+    assert r.error is None, r.error
+    stored = load_record(db.settings, r.snapshot)
+    assert stored.body == PAGE.encode() and stored.header("Content-Length") == str(len(PAGE.encode()))
+    rec = read_record(db.settings.warc_dir / r.snapshot.warc_file, r.snapshot.offset, r.snapshot.length)
+    assert rec.header("WARC-IP-Address") == "127.0.0.1"
+    assert rec.block.startswith(b"HTTP/1.0 200 OK\r\n")

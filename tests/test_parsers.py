@@ -1,0 +1,138 @@
+"""Parsers on bad input, kind guessing, phrases in notes, and the 2,000-row shapes the benchmark uses."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import pytest
+
+import scrapers
+from scrapers.phrases import extract
+
+
+def test_guess_kind():
+    assert scrapers.guess_kind(b'{"entries": []}', "application/json")[0] == "json"
+    assert scrapers.guess_kind(b'[{"a": 1}]', None) == ("json", "the body parses as JSON")
+    kind, reason = scrapers.guess_kind(b"<!doctype html><table><tr><td>1</td></tr></table>", "text/html")
+    assert kind == "html" and "table" in reason
+    assert scrapers.guess_kind(b"<html><body><p>55 tok/s</p></body></html>", "text/html")[0] == "text"
+    assert scrapers.guess_kind(b"| a | b |\n|---|---|\n| 1 | 2 |\n", "text/plain")[0] == "markdown"
+    assert scrapers.guess_kind(b"100 tokens in 1.822 seconds = ~55 tok/s.", "text/plain")[0] == "text"
+
+
+@pytest.mark.parametrize("kind", scrapers.KINDS)
+@pytest.mark.parametrize("body", [b"", b"\x00\xff\xfe garbage \x80", b"{", b"<table><tr><td>", b"| a |\n|--|\n| 1",
+                                  "<p>\u2013 1,004.9 tok/s</p>".encode("utf-16")])
+def test_never_raises_on_garbage(kind, body):
+    result = scrapers.parse(body, kind=kind)
+    assert isinstance(result, scrapers.ParseResult)
+    if not result.entries:
+        assert result.warnings
+
+
+def test_random_bytes_never_raise():
+    rnd = random.Random(4)
+    for _ in range(50):
+        body = bytes(rnd.randrange(256) for _ in range(rnd.randrange(1, 400)))
+        for kind in scrapers.KINDS:
+            scrapers.parse(body, kind=kind)
+
+
+def test_unknown_kind_is_a_warning():
+    result = scrapers.parse(b"x", kind="pdf")
+    assert not result.entries and "unknown kind" in result.warnings[0]
+
+
+def test_malformed_json_says_so():
+    result = scrapers.parse(b'{"entries": [{"tokSOut": 1004.9,', kind="json")
+    assert result.entries == [] and "not valid JSON" in result.warnings[0]
+
+
+def test_json_without_entries_says_so():
+    result = scrapers.parse(b'{"status": "ok"}', kind="json")
+    assert result.entries == [] and "no list of entries" in result.warnings[0]
+
+
+def test_unparseable_number_keeps_the_entry_and_the_text():
+    html = (b"<table><tr><th>Model</th><th>tok/s</th><th>GPUs</th></tr>"
+            b"<tr><td>M</td><td>lots</td><td>two-ish</td></tr></table>")
+    result = scrapers.parse(html, kind="html")
+    (e,) = result.entries
+    assert e.fields["model"] == "M" and "headline_tps" not in e.fields
+    assert e.extra["tok/s"] == "lots" and e.extra["GPUs"] == "two-ish"
+    assert any("lots" in w for w in e.warnings) and any("two-ish" in w for w in e.warnings)
+
+
+def test_json_unknown_fields_go_to_extra_and_quotes_are_literal():
+    body = json.dumps({"data": [{"hfId": "a/b", "tokSOut": 1004.90, "hardware": {"gpuName": "H100", "vramGb": 80},
+                                 "promptSha256": "ab12", "mystery": [1, 2]}]})
+    body = body.replace("1004.9", "1004.90")
+    (e,) = scrapers.parse(body.encode(), kind="json").entries
+    assert e.fields["headline_tps"] == 1004.9 and e.quotes["headline_tps"] == "1004.90"
+    assert e.extra == {"hardware.vramGb": 80, "promptSha256": "ab12", "mystery": [1, 2]}
+
+
+def test_json_escaped_strings_quote_only_what_is_in_the_document():
+    body = json.dumps([{"model": "X", "tok_s": 10, "notes": "steady state 373\u2013391 tok/s \u2014 ok"}]).encode()
+    (e,) = scrapers.parse(body, kind="json").entries
+    assert (e.fields["steady_low"], e.fields["steady_high"]) == (373.0, 391.0)
+    text = body.decode()
+    assert all(q in text for q in e.quotes.values())
+
+
+@pytest.mark.parametrize("text,want", [
+    ("steady state 373-391 tok/s", {"steady_low": 373.0, "steady_high": 391.0}),
+    ("steady-state ~380 t/s", {"steady_low": 380.0, "steady_high": 380.0}),
+    ("acceptance 64/1.00 on locked attractor", {"acceptance_rate": 1.0}),
+    ("draft acceptance rate = 0.56400 ( 282 accepted / 500 generated)",
+     {"acceptance_rate": 0.564, "accepted_tokens": 282, "drafted_tokens": 500}),
+    ("Accept length: 3.2", {"acceptance_length": 3.2}),
+    ("mean acceptance length 5.00", {"acceptance_length": 5.0}),
+    ("Acceptance rate (%): 56.4", {"acceptance_rate": 0.564}),
+    ("n-gram proposer", {"proposer": "n-gram"}),
+    ("32-gram cyclic tiling", {"proposer": "32-gram cyclic tiling"}),
+    ("TP4/DCP4, MTP-3 greedy", {"tp": 4, "dcp": 4, "spec_method": "MTP", "draft_tokens": 3}),
+    ("--tensor-parallel-size 2 --pipeline-parallel-size 2", {"tp": 2, "pp": 2}),
+    ("batch 1, 8k context, 403-token prompt", {"concurrency": 1, "context_length": 8192, "prompt_tokens": 403}),
+    ("clocks locked, 450 W", {"clocks": "clocks locked", "power": "450 W"}),
+    ('asking the model to "Count from 1 to 50"', {"prompt": "Count from 1 to 50"}),
+    ("100 tokens in 1.822 seconds = ~55 tok/s", {"tokens_stated": 100.0, "seconds_stated": 1.822}),
+    ("build: 1a2b3c4 (1234)", {"engine_commit": "1a2b3c4", "engine_version": "1234"}),
+    ("5 runs, median", {"n_runs": 5}),
+    ("EAGLE-3 drafter", {"spec_method": "EAGLE-3"}),
+    ("block-draft with 64 draft tokens", {"spec_method": "block draft", "draft_tokens": 64}),
+])
+def test_phrases(text, want):
+    got = extract(text)
+    for f, v in want.items():
+        assert f in got, f
+        assert got[f][0] == pytest.approx(v) if isinstance(v, float) else got[f][0] == v
+        assert got[f][1] in text
+
+
+def _bench_rows(n):
+    rows = []
+    for i in range(n):
+        rows.append((f"model-{i % 7}", f"{1 + i % 4}x RTX PRO 6000", "SGLang 0.5.4", "NVFP4", i % 64,
+                     f"{100 + i * 0.37:,.1f}", "steady state 373-391 tok/s" if i % 5 == 0 else ""))
+    return rows
+
+
+def test_two_thousand_row_html_table():
+    head = "".join(f"<th>{h}</th>" for h in ("Model", "GPU", "Engine", "Quant", "Draft", "Tokens/s", "Notes"))
+    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in r) + "</tr>" for r in _bench_rows(2000))
+    result = scrapers.parse(f"<table><tr>{head}</tr>{body}</table>".encode(), kind="html")
+    assert len(result.entries) == 2000 and not result.warnings
+    e = result.entries[1999]
+    assert e.fields["headline_tps"] == pytest.approx(100 + 1999 * 0.37, abs=0.06)
+    assert e.fields["gpu_count"] == 4 and e.fields["engine_version"] == "0.5.4"
+    assert result.entries[0].fields["steady_low"] == 373.0
+
+
+def test_two_thousand_entry_json():
+    data = {"entries": [{"hfId": r[0], "hardware": {"gpuName": "RTX PRO 6000", "gpuCount": 2}, "tokSOut": i + 0.5,
+                         "notes": r[6]} for i, r in enumerate(_bench_rows(2000))]}
+    result = scrapers.parse(json.dumps(data).encode(), kind="json")
+    assert len(result.entries) == 2000
+    assert result.entries[10].fields["headline_tps"] == 10.5 and result.entries[10].quotes["headline_tps"] == "10.5"

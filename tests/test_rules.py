@@ -1,0 +1,291 @@
+"""Every rule, positive and negative, on cases taken from the seed corpus and the field notes."""
+
+from __future__ import annotations
+
+import pytest
+
+from app.services.rules import RULES, RULESET_VERSION, Context, Rung, Steady, run_rules
+from app.services.rules.repetition import periodic
+
+# The seed's GLM-5.3-Flash entry (000_0610243c6a26dc31.txt, sections 1 and 7), as a parser gives it.
+GLM_NOTES = "acceptance 64/1.00 on locked attractor"
+GLM = dict(
+    model="GLM-5.3-Flash", hardware="RTX PRO 6000 Blackwell", gpu_count=2, engine="SGLang", quantization="NVFP4",
+    tp=2, concurrency=1, context_length=8192, spec_method="block draft", draft_tokens=64,
+    proposer="32-gram cyclic tiling", acceptance_rate=1.0, headline_tps=1004.9, steady_low=373.0, steady_high=391.0,
+    notes=GLM_NOTES, clocks="locked", power="450 W", prompt_tokens=403,
+    command="python -m sglang.launch_server --model-path glm --tp 2 --speculative-algorithm BLOCK "
+            "--speculative-num-draft-tokens 64",
+)
+GLM_QUOTES = {"notes": GLM_NOTES, "headline_tps": "1,004.9", "steady_low": "373 to 391",
+              "steady_high": "373 to 391", "draft_tokens": "64"}
+LADDER = [(8, 300.7), (12, 443.1), (20, 482.4), (20, 514.3), (28, 808.5), (64, 1004.9)]
+
+
+def glm_ctx() -> Context:
+    return Context(entry_id=6, ladder=[Rung(i + 1, k, t) for i, (k, t) in enumerate(LADDER)],
+                   steady=[Steady(6, 373.0, 391.0, "373 to 391")])
+
+
+# A clean llama-bench row (FIELD-NOTES): 5 repetitions with spread, pinned build, long enough.
+CLEAN = dict(model="llama 7B mostly Q4_0", hardware="RTX 4090", gpu_count=1, engine="llama.cpp",
+             engine_commit="b4567", test="tg512", gen_tokens=512, context_length=32768, headline_tps=131.42,
+             spread=0.59, n_runs=5, concurrency=1, headline_label="t/s", prompt="Write an essay on Roman roads.")
+
+
+def fired(fields, ctx=None, quotes=None) -> dict:
+    return {f.rule: f for f in run_rules(fields, quotes or {}, ctx or Context())}
+
+
+def check(rule_id, fields, ctx=None, quotes=None):
+    return RULES[rule_id].run(fields, quotes or {}, ctx or Context())
+
+
+def test_ruleset_has_every_public_rule_with_severity():
+    expected = {
+        "full_acceptance": "critical", "repeat_loop": "critical", "headline_above_steady_state": "high",
+        "ladder_top_rung": "high", "repetitive_prompt": "high", "best_of": "high",
+        "aggregate_as_single_stream": "high", "arithmetic_mismatch": "high", "single_run": "medium",
+        "unpinned_build": "medium", "proposer_not_in_command": "medium", "lossy_setting": "medium",
+        "short_shape": "low", "clocks_or_power": "low",
+    }
+    assert {k: RULES[k].severity for k in expected} == expected
+    assert all(r.explanation and "\n" not in r.explanation for r in RULES.values())
+    assert RULESET_VERSION
+
+
+def test_seed_glm_entry_raises_the_four_headline_flags():
+    got = fired(GLM, glm_ctx(), GLM_QUOTES)
+    for rule in ("full_acceptance", "repeat_loop", "headline_above_steady_state", "ladder_top_rung"):
+        assert rule in got, rule
+    ratio = got["headline_above_steady_state"].numbers
+    assert (ratio["ratio_to_low"], ratio["ratio_to_high"]) == (2.69, 2.57)
+    assert got["repeat_loop"].quotes == [{"field": "notes", "text": GLM_NOTES}]
+    assert list(got)[0] in ("full_acceptance", "repeat_loop")  # most severe first
+    assert "proposer_not_in_command" in got and "unpinned_build" in got and "clocks_or_power" in got
+
+
+def test_clean_row_raises_nothing():
+    assert fired(CLEAN) == {}
+
+
+# -- full_acceptance -------------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"acceptance_rate": 0.995},
+    {"accepted_tokens": 5000, "drafted_tokens": 5000},
+    {"acceptance_length": 5.00, "draft_tokens": 4},  # vLLM #55605: mean length 5.00 at k=4
+    {"per_position_rates": [1.0, 1.0, 1.0, 1.0]},
+    {"notes": "acceptance 64/1.00 on locked attractor"},
+])
+def test_full_acceptance_positive(fields):
+    assert check("full_acceptance", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"acceptance_rate": 0.564, "accepted_tokens": 282, "drafted_tokens": 500},  # llama.cpp server log
+    {"acceptance_length": 3.2, "draft_tokens": 4, "per_position_rates": [0.9, 0.7, 0.5, 0.3]},
+    {"notes": "acceptance 64/0.61 on prose"},
+])
+def test_full_acceptance_negative(fields):
+    assert check("full_acceptance", fields) is None
+
+
+# -- repeat_loop -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"notes": GLM_NOTES},
+    {"notes": "model got stuck in a loop after 200 tokens"},
+    {"output_sample": "the cat sat on the mat. " * 8},
+    {"notes": "output is cyclic"},
+])
+def test_repeat_loop_positive(fields):
+    assert check("repeat_loop", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"notes": "greedy decoding, prose prompts from ShareGPT"},
+    {"output_sample": "The Roman road network spanned over four hundred thousand kilometres and carried "
+                      "armies, traders and messages across the empire for centuries."},
+    {"notes": "repetition penalty 1.25"},
+])
+def test_repeat_loop_negative(fields):
+    assert check("repeat_loop", fields) is None
+
+
+def test_periodic_detects_word_and_character_periods():
+    assert periodic("a b c " * 6) == 3
+    assert periodic("abababababababab") == 2
+    assert periodic("one two three four five six seven eight nine ten eleven twelve") is None
+
+
+# -- headline_above_steady_state -------------------------------------------------------------------
+def test_headline_above_steady_state_uses_recipe_steady_when_entry_has_none():
+    rung_28 = dict(draft_tokens=28, headline_tps=808.5)
+    f = check("headline_above_steady_state", rung_28, glm_ctx())
+    assert f.numbers["steady_from"] == "recipe" and f.numbers["ratio_to_low"] == 2.17
+    assert {"field": "steady_low", "text": "373 to 391"} in f.quotes
+
+
+@pytest.mark.parametrize("tps", [300.7, 391.0, 430.0])  # at or within 10% of the high end
+def test_headline_above_steady_state_negative(tps):
+    assert check("headline_above_steady_state", {"headline_tps": tps}, glm_ctx()) is None
+    assert check("headline_above_steady_state", {"headline_tps": tps}) is None  # no steady state at all
+
+
+# -- ladder_top_rung -------------------------------------------------------------------------------
+def test_ladder_top_rung_positive_only_for_the_top():
+    ctx = glm_ctx()
+    assert check("ladder_top_rung", {"draft_tokens": 64, "headline_tps": 1004.9}, ctx).numbers["top_over_bottom"] == 3.34
+    assert check("ladder_top_rung", {"draft_tokens": 28, "headline_tps": 808.5}, ctx) is None
+
+
+def test_ladder_top_rung_negative_when_ladder_does_not_climb():
+    flat = Context(ladder=[Rung(1, 4, 90.0), Rung(2, 8, 95.0), Rung(3, 16, 80.0)])
+    assert check("ladder_top_rung", {"draft_tokens": 16, "headline_tps": 80.0}, flat) is None
+    alone = Context(ladder=[Rung(1, 64, 1004.9)])
+    assert check("ladder_top_rung", {"draft_tokens": 64, "headline_tps": 1004.9}, alone) is None
+
+
+# -- repetitive_prompt -----------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"prompt": "Count from 1 to 50, writing each number on a new line"},  # seed 003
+    {"prompt": "repeat this sentence 40 times"},
+    {"prompt": "Repeat the following text verbatim"},
+    {"notes": "measured with the same prompt each run"},
+])
+def test_repetitive_prompt_positive(fields):
+    assert check("repetitive_prompt", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"prompt": "Summarise the causes of the First World War"},
+    {"notes": "repeated 5 runs, mean reported"},
+])
+def test_repetitive_prompt_negative(fields):
+    assert check("repetitive_prompt", fields) is None
+
+
+# -- best_of ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"headline_label": "Fastest t/s"},
+    {"headline_label": "Peak output token throughput (tok/s)"},  # vLLM bench serve
+    {"notes": "best of 5 runs"},
+    {"headline_tps": 120.0, "samples": [100.0, 104.0, 120.0]},
+])
+def test_best_of_positive(fields):
+    assert check("best_of", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"headline_label": "Output token throughput (tok/s)"},
+    {"headline_tps": 104.0, "samples": [100.0, 104.0, 108.0]},
+    {"notes": "--max-model-len 32768"},
+])
+def test_best_of_negative(fields):
+    assert check("best_of", fields) is None
+
+
+# -- aggregate_as_single_stream --------------------------------------------------------------------
+def test_aggregate_positive_beside_single_stream_rows():
+    ctx = Context(page_concurrency=[1, 1, None])  # seed 002: Decode C1 beside C8
+    f = check("aggregate_as_single_stream", {"concurrency": 8, "headline_tps": 308.1}, ctx)
+    assert f.numbers["single_stream_neighbours"] == 3
+    assert check("aggregate_as_single_stream", {"concurrency": 4, "headline_label": "single-stream t/s"}) is not None
+
+
+def test_aggregate_negative():
+    assert check("aggregate_as_single_stream", {"concurrency": 1}, Context(page_concurrency=[8])) is None
+    assert check("aggregate_as_single_stream", {"concurrency": 8}, Context(page_concurrency=[4, 8])) is None
+
+
+# -- arithmetic_mismatch ---------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"tokens_stated": 100, "seconds_stated": 1.822, "headline_tps": 70.0},
+    {"acceptance_rate": 1.3},
+    {"acceptance_length": 6.2, "draft_tokens": 4},
+    {"accepted_tokens": 510, "drafted_tokens": 500},
+])
+def test_arithmetic_mismatch_positive(fields):
+    assert check("arithmetic_mismatch", fields) is not None
+
+
+def test_arithmetic_mismatch_negative_on_seed_003():
+    # "100 tokens in 1.822 seconds = ~55 tok/s" is consistent (54.9).
+    assert check("arithmetic_mismatch", {"tokens_stated": 100, "seconds_stated": 1.822, "headline_tps": 55}) is None
+    assert check("arithmetic_mismatch", {"acceptance_length": 5.0, "draft_tokens": 4}) is None
+
+
+# -- single_run ------------------------------------------------------------------------------------
+def test_single_run():
+    assert check("single_run", {"n_runs": 1, "headline_tps": 55}) is not None
+    assert check("single_run", {"headline_tps": 55}) is not None
+    assert check("single_run", {"headline_tps": 131.42, "spread": 0.59}) is None
+    assert check("single_run", {"headline_tps": 131.42, "samples": [130.0, 131.0, 133.0]}) is None
+
+
+# -- unpinned_build --------------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"engine": "SGLang"},
+    {"engine": "SGLang", "engine_version": "nightly"},
+    {"engine": "vLLM", "engine_version": "0.17.0rc1.dev4499+g60c82d972"},
+    {"engine": "vLLM", "engine_version": "0.11", "notes": "with two local patches"},
+    {"engine": "vLLM", "engine_image": "vllm/vllm-openai:latest"},
+])
+def test_unpinned_build_positive(fields):
+    assert check("unpinned_build", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"engine": "llama.cpp", "engine_commit": "b4567"},
+    {"engine": "vLLM", "engine_version": "0.11.2"},
+    {"engine": "vLLM", "engine_image": "verdictai/glm52@sha256:0433ae94665b769b78dd301f952d907508a3ba80"},
+])
+def test_unpinned_build_negative(fields):
+    assert check("unpinned_build", fields) is None
+
+
+# -- proposer_not_in_command -----------------------------------------------------------------------
+def test_proposer_not_in_command():
+    assert check("proposer_not_in_command", GLM) is not None
+    with_ngram = dict(GLM, command=GLM["command"] + " --speculative-ngram-window 32")
+    assert check("proposer_not_in_command", with_ngram) is None
+    assert check("proposer_not_in_command", dict(GLM, command=None)) is None
+    mtp = {"spec_method": "MTP", "command": "vllm serve m --speculative-config '{\"method\":\"mtp\"}'"}
+    assert check("proposer_not_in_command", mtp) is None
+    assert check("proposer_not_in_command", {"spec_method": "EAGLE", "command": "vllm serve m --tp 2"}) is not None
+
+
+# -- lossy_setting ---------------------------------------------------------------------------------
+@pytest.mark.parametrize("fields", [
+    {"command": "vllm serve /model --kv-cache-dtype nvfp4_ds_mla"},  # seed 002's shipped default
+    {"command": "llama-server -m m.gguf -ctk q4_0 -ctv q4_0"},
+    {"notes": "lenient acceptance for the draft"},
+    {"notes": "this is a lossy setting"},
+])
+def test_lossy_setting_positive(fields):
+    assert check("lossy_setting", fields) is not None
+
+
+@pytest.mark.parametrize("fields", [
+    {"command": "vllm serve /model --kv-cache-dtype fp8"},
+    {"notes": "the lossy setting is deliberately disabled"},  # seed 002
+    {"notes": "VLLM_B12X_MLA_SPEC_EXTEND_AS_DECODE 0 (lossless setting)"},
+])
+def test_lossy_setting_negative(fields):
+    assert check("lossy_setting", fields) is None
+
+
+# -- short_shape -----------------------------------------------------------------------------------
+def test_short_shape():
+    assert check("short_shape", {"test": "tg128"}).numbers == {"gen_tokens": 128}
+    assert check("short_shape", {"context_length": 8192}).numbers == {"context_length": 8192}
+    assert check("short_shape", {"test": "tg512", "context_length": 32768}) is None
+    assert check("short_shape", {"test": "pp512"}) is None
+
+
+# -- clocks_or_power -------------------------------------------------------------------------------
+def test_clocks_or_power():
+    assert check("clocks_or_power", {"clocks": "locked"}) is not None
+    assert check("clocks_or_power", {"power": "450 W"}) is not None
+    assert check("clocks_or_power", {"notes": "ran after nvidia-smi -lgc 2400"}) is not None
+    assert check("clocks_or_power", {"clocks": "stock"}) is None
+    assert check("clocks_or_power", {"notes": "default settings"}) is None
