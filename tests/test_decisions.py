@@ -133,3 +133,22 @@ def test_cli_measurement_add(cli, db):
     assert "does not count" in r.output
     with db.session() as s:
         assert s.scalar(select(Recipe.basis)) == "measured"
+
+
+def test_audit_log_is_append_only_in_the_database(backend_db):
+    """The database itself (a trigger from migration 20261201_0002) refuses to change or delete a decision."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    _seed(backend_db)
+    with backend_db.session() as s:
+        user = auth.get_user(s, "rev")
+        flag = _flag(s, "full_acceptance")
+        decisions.decide(s, user, flag.id, "dismiss", "seen on the page", settings=backend_db.settings)
+    for stmt in ("UPDATE decisions SET note = 'rewritten'", "DELETE FROM decisions"):
+        with pytest.raises(DBAPIError, match="append-only"):
+            with backend_db.engine.begin() as conn:
+                conn.execute(text(stmt))
+    with backend_db.session() as s:
+        kept = s.scalars(select(Decision)).all()
+        assert [(d.action, d.note) for d in kept] == [("dismiss", "seen on the page")]

@@ -93,3 +93,13 @@ def test_health_and_error_shape(client):
     r = client.get("/nothing-here", headers={"accept": "text/html"})
     assert r.status_code == 404 and "text/html" in r.headers["content-type"]
     assert "Nothing at /nothing-here." in r.text
+
+
+def test_serve_uses_its_own_address_in_absolute_urls_unless_base_url_is_set(monkeypatch):
+    from app.cli.core import serving_settings
+
+    monkeypatch.delenv("CAVEAT_BASE_URL", raising=False)
+    assert serving_settings(Settings(), "127.0.0.1", 18731).base_url == "http://127.0.0.1:18731"
+    assert serving_settings(Settings(), "0.0.0.0", 80).base_url == "http://127.0.0.1:80"
+    monkeypatch.setenv("CAVEAT_BASE_URL", "https://caveat.example")
+    assert serving_settings(Settings(), "127.0.0.1", 18731).base_url == "https://caveat.example"

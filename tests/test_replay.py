@@ -114,8 +114,13 @@ def test_fixity_failure_answers_500_with_an_explanation(client, app, three):
     r = client.get(f"/web/{a.timestamp}id_/{URL}")
     assert r.status_code == 500
     assert "failed its fixity check" in r.text and "412 tok/s" not in r.text
+    framed = client.get(f"/web/{a.timestamp}/{URL}", headers={"accept": "text/html"})
+    assert framed.status_code == 500 and "failed its fixity check" in framed.text  # no reassuring banner
+    api = client.get(f"/api/snapshots/{a.citation_id}")
+    assert api.status_code == 200 and api.json()["fixity"] == "failed"  # recomputed on this read
     b = three[1]
     assert client.get(f"/web/{b.timestamp}id_/{URL}").status_code == 200  # neighbours unaffected
+    assert client.get(f"/web/{b.timestamp}/{URL}").status_code == 200
 
 
 def test_same_answers_on_sqlite_and_postgres(backend_settings):

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+
 import click
 
 from app.cli import main
 from app.cli.context import CliContext
+from app.config import Settings
 
 
 @main.command()
@@ -34,6 +37,15 @@ def init(obj: CliContext) -> None:
     click.echo(f"data folder {s.data_dir.resolve()}")
 
 
+def serving_settings(settings: Settings, host: str, port: int) -> Settings:
+    """Settings for a server on host:port: unless CAVEAT_BASE_URL was given, absolute URLs (redirects, Memento
+    Link headers, citation URLs) name the address actually served, not the default port."""
+    if "base_url" in settings.model_fields_set:
+        return settings
+    shown = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+    return settings.model_copy(update={"base_url": f"http://{shown}:{port}"})
+
+
 @main.command()
 @click.option("--host", default=None, help="Address to bind (default CAVEAT_HOST, 127.0.0.1).")
 @click.option("--port", default=None, type=int, help="Port to bind (default CAVEAT_PORT, 8000).")
@@ -51,11 +63,13 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     obj.database()  # refuse an unmigrated database before binding
     host = host or obj.settings.host
     port = port or obj.settings.port
+    settings = serving_settings(obj.settings, host, port)
     click.echo(f"serving on http://{host}:{port}/")
     if workers > 1:
+        os.environ["CAVEAT_BASE_URL"] = settings.base_url  # the workers build their settings from the environment
         uvicorn.run("app.main:app_from_env", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
     else:
         from app.main import create_app
 
-        uvicorn.run(create_app(obj.settings), host=host, port=port, log_level="warning")
+        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")

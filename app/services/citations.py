@@ -190,6 +190,7 @@ def _occurs_twice(match: textquote.QuoteMatch, q: str) -> bool:
 
 def snapshot_by_id(session: Session, settings: Settings, citation_id: str) -> dict:
     snap = lookup(session, citation_id)
+    check_fixity(session, settings, snap)  # recomputed on every read, as /c/{id} does
     return snapshot_json(settings, snap)
 
 

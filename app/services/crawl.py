@@ -87,15 +87,14 @@ def _archive_warnings(stored) -> list[str]:
 def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport) -> None:
     if not entry_ids:
         return
-    try:
-        from app.services.audit import audit_entries
-    except ImportError:
-        return
+    from app.services.audit import audit_entries
+
     try:
         with session.begin_nested():
             audit_entries(session, settings, entry_ids)
-    except Exception as exc:  # an audit bug must not lose the parsed claims
+    except Exception as exc:  # an audit bug must not lose the parsed claims, but the run is not a success
         report.summary.warnings.append(f"audit: {type(exc).__name__}: {exc}; run `caveat reparse` after fixing")
+        report.status = "failed"
 
 
 def _finish(db: Database, source_id: int, crawl_id: int, report: SourceReport, snapshot_id: int | None) -> None:

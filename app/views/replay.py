@@ -57,6 +57,7 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
                              (b"x-content-type-options", b"nosniff"),
                              (b"cache-control", b"public, max-age=31536000, immutable")]
         return resp
+    replay.fetch(settings, session, snap)  # fixity on every read: a damaged record gets a 500, not a banner
     templates = request.app.state.templates
     resp = templates.TemplateResponse(request, "replay_frame.html", {
         "snap": snap, "http_date": mheaders["Memento-Datetime"],
