@@ -37,6 +37,15 @@ def fired(fields, ctx=None, quotes=None) -> dict:
     return {f.rule: f for f in run_rules(fields, quotes or {}, ctx or Context())}
 
 
+def assert_finding(finding, rule_id):
+    """A positive case: the rule fired, explains itself, and shows evidence (numbers or quotes)."""
+    assert finding is not None, f"{rule_id} did not fire"
+    assert finding.rule == rule_id and finding.explanation.strip()
+    assert finding.numbers or finding.quotes, f"{rule_id} fired without evidence"
+    for q in finding.quotes:
+        assert q["text"].strip() and q["field"]
+
+
 def check(rule_id, fields, ctx=None, quotes=None):
     return RULES[rule_id].run(fields, quotes or {}, ctx or Context())
 
@@ -78,7 +87,7 @@ def test_clean_row_raises_nothing():
     {"notes": "acceptance 64/1.00 on locked attractor"},
 ])
 def test_full_acceptance_positive(fields):
-    assert check("full_acceptance", fields) is not None
+    assert_finding(check("full_acceptance", fields), "full_acceptance")
 
 
 @pytest.mark.parametrize("fields", [
@@ -98,7 +107,7 @@ def test_full_acceptance_negative(fields):
     {"notes": "output is cyclic"},
 ])
 def test_repeat_loop_positive(fields):
-    assert check("repeat_loop", fields) is not None
+    assert_finding(check("repeat_loop", fields), "repeat_loop")
 
 
 @pytest.mark.parametrize("fields", [
@@ -153,7 +162,7 @@ def test_ladder_top_rung_negative_when_ladder_does_not_climb():
     {"notes": "measured with the same prompt each run"},
 ])
 def test_repetitive_prompt_positive(fields):
-    assert check("repetitive_prompt", fields) is not None
+    assert_finding(check("repetitive_prompt", fields), "repetitive_prompt")
 
 
 @pytest.mark.parametrize("fields", [
@@ -172,7 +181,7 @@ def test_repetitive_prompt_negative(fields):
     {"headline_tps": 120.0, "samples": [100.0, 104.0, 120.0]},
 ])
 def test_best_of_positive(fields):
-    assert check("best_of", fields) is not None
+    assert_finding(check("best_of", fields), "best_of")
 
 
 @pytest.mark.parametrize("fields", [
@@ -189,7 +198,7 @@ def test_aggregate_positive_beside_single_stream_rows():
     ctx = Context(page_concurrency=[1, 1, None])  # seed 002: Decode C1 beside C8
     f = check("aggregate_as_single_stream", {"concurrency": 8, "headline_tps": 308.1}, ctx)
     assert f.numbers["single_stream_neighbours"] == 3
-    assert check("aggregate_as_single_stream", {"concurrency": 4, "headline_label": "single-stream t/s"}) is not None
+    assert_finding(check("aggregate_as_single_stream", {"concurrency": 4, "headline_label": "single-stream t/s"}), "aggregate_as_single_stream")
 
 
 def test_aggregate_negative():
@@ -205,7 +214,7 @@ def test_aggregate_negative():
     {"accepted_tokens": 510, "drafted_tokens": 500},
 ])
 def test_arithmetic_mismatch_positive(fields):
-    assert check("arithmetic_mismatch", fields) is not None
+    assert_finding(check("arithmetic_mismatch", fields), "arithmetic_mismatch")
 
 
 def test_arithmetic_mismatch_negative_on_seed_003():
@@ -216,8 +225,8 @@ def test_arithmetic_mismatch_negative_on_seed_003():
 
 # -- single_run ------------------------------------------------------------------------------------
 def test_single_run():
-    assert check("single_run", {"n_runs": 1, "headline_tps": 55}) is not None
-    assert check("single_run", {"headline_tps": 55}) is not None
+    assert_finding(check("single_run", {"n_runs": 1, "headline_tps": 55}), "single_run")
+    assert_finding(check("single_run", {"headline_tps": 55}), "single_run")
     assert check("single_run", {"headline_tps": 131.42, "spread": 0.59}) is None
     assert check("single_run", {"headline_tps": 131.42, "samples": [130.0, 131.0, 133.0]}) is None
 
@@ -231,7 +240,7 @@ def test_single_run():
     {"engine": "vLLM", "engine_image": "vllm/vllm-openai:latest"},
 ])
 def test_unpinned_build_positive(fields):
-    assert check("unpinned_build", fields) is not None
+    assert_finding(check("unpinned_build", fields), "unpinned_build")
 
 
 @pytest.mark.parametrize("fields", [
@@ -245,13 +254,13 @@ def test_unpinned_build_negative(fields):
 
 # -- proposer_not_in_command -----------------------------------------------------------------------
 def test_proposer_not_in_command():
-    assert check("proposer_not_in_command", GLM) is not None
+    assert_finding(check("proposer_not_in_command", GLM), "proposer_not_in_command")
     with_ngram = dict(GLM, command=GLM["command"] + " --speculative-ngram-window 32")
     assert check("proposer_not_in_command", with_ngram) is None
     assert check("proposer_not_in_command", dict(GLM, command=None)) is None
     mtp = {"spec_method": "MTP", "command": "vllm serve m --speculative-config '{\"method\":\"mtp\"}'"}
     assert check("proposer_not_in_command", mtp) is None
-    assert check("proposer_not_in_command", {"spec_method": "EAGLE", "command": "vllm serve m --tp 2"}) is not None
+    assert_finding(check("proposer_not_in_command", {"spec_method": "EAGLE", "command": "vllm serve m --tp 2"}), "proposer_not_in_command")
 
 
 # -- lossy_setting ---------------------------------------------------------------------------------
@@ -262,7 +271,7 @@ def test_proposer_not_in_command():
     {"notes": "this is a lossy setting"},
 ])
 def test_lossy_setting_positive(fields):
-    assert check("lossy_setting", fields) is not None
+    assert_finding(check("lossy_setting", fields), "lossy_setting")
 
 
 @pytest.mark.parametrize("fields", [
@@ -284,8 +293,8 @@ def test_short_shape():
 
 # -- clocks_or_power -------------------------------------------------------------------------------
 def test_clocks_or_power():
-    assert check("clocks_or_power", {"clocks": "locked"}) is not None
-    assert check("clocks_or_power", {"power": "450 W"}) is not None
-    assert check("clocks_or_power", {"notes": "ran after nvidia-smi -lgc 2400"}) is not None
+    assert_finding(check("clocks_or_power", {"clocks": "locked"}), "clocks_or_power")
+    assert_finding(check("clocks_or_power", {"power": "450 W"}), "clocks_or_power")
+    assert_finding(check("clocks_or_power", {"notes": "ran after nvidia-smi -lgc 2400"}), "clocks_or_power")
     assert check("clocks_or_power", {"clocks": "stock"}) is None
     assert check("clocks_or_power", {"notes": "default settings"}) is None
