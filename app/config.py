@@ -32,7 +32,7 @@ class Settings(BaseSettings):
     warc_rotate_bytes: int = Field(
         1024 * 1024 * 1024, description="A WARC file is closed and a new one started past this size."
     )
-    warc_gzip_level: int = Field(6, description="gzip level of each WARC record member (1 fastest, 9 smallest).")
+    warc_gzip_level: int = Field(5, description="gzip level of each WARC record member (1 fastest, 9 smallest).")
     user_agent: str = Field(
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
     )

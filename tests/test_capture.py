@@ -233,3 +233,25 @@ def test_http10_response_ending_at_connection_close(db, server):
     rec = read_record(db.settings.warc_dir / r.snapshot.warc_file, r.snapshot.offset, r.snapshot.length)
     assert rec.header("WARC-IP-Address") == "127.0.0.1"
     assert rec.block.startswith(b"HTTP/1.0 200 OK\r\n")
+
+
+def test_citation_ids_are_derived_from_the_warc_records(db, server):
+    """Rebuilding the index from the WARC files must give every record the id it was cited by."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    from archive.citeid import ALPHABET, citation_id_for_record
+
+    urls = [server.route(f"/derive{i}", f"<p>page {i}</p>") for i in range(3)]
+    results = capture_urls(db, urls)
+    cited = {r.snapshot.record_id: r.snapshot.citation_id for r in results}
+    from_warc = {}
+    for path in warc_files(db.settings):
+        with open(path, "rb") as fh:
+            for rec in ArchiveIterator(fh):
+                if rec.rec_type in ("response", "revisit"):
+                    rid = rec.rec_headers.get_header("WARC-Record-ID")
+                    from_warc[rid] = citation_id_for_record(rid)
+    assert cited and all(from_warc[rid] == cid for rid, cid in cited.items())
+    assert len(set(cited.values())) == 3
+    assert all(re.fullmatch(f"[{ALPHABET}]{{4}}-[{ALPHABET}]{{4}}", cid) for cid in cited.values())
+    assert citation_id_for_record("<urn:uuid:x>", 1) != citation_id_for_record("<urn:uuid:x>", 0)

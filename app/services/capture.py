@@ -22,7 +22,7 @@ from app.db import Database
 from app.models import Snapshot
 from app.services.warcfiles import WarcStore
 from archive import digests
-from archive.citeid import new_citation_id
+from archive.citeid import citation_id_for_record
 from archive.fetcher import Fetcher, FetchError, Hop, Limits
 from archive.surt import surt
 from archive.timestamps import bump, parse_ts17, ts17
@@ -262,8 +262,10 @@ class _Planner:
         return [by_record[r.record_id] for r in rows]
 
     def assign_citation_ids(self, rows: list[Snapshot]) -> None:
-        """A fresh citation id per row, re-drawn on the (rare) clash with an existing one."""
-        wanted = {id(r): new_citation_id() for r in rows}
+        """Each row's citation id, derived from its WARC-Record-ID (so rebuilding the index from the WARC
+        files gives the same ids); on the (rare) clash the next candidate for that record is taken."""
+        attempts = {id(r): 0 for r in rows}
+        wanted = {id(r): citation_id_for_record(r.record_id) for r in rows}
         while True:
             values = list(wanted.values())
             taken = set(self.s.scalars(select(Snapshot.citation_id).where(Snapshot.citation_id.in_(values))))
@@ -271,8 +273,10 @@ class _Planner:
             clash = [k for k, v in wanted.items() if v in taken or v in dupes]
             if not clash:
                 break
-            for k in clash:
-                wanted[k] = new_citation_id()
+            for r in rows:
+                if id(r) in clash:
+                    attempts[id(r)] += 1
+                    wanted[id(r)] = citation_id_for_record(r.record_id, attempts[id(r)])
         for r in rows:
             r.citation_id = wanted[id(r)]
 

@@ -22,7 +22,7 @@ from app.errors import BadRequest
 from app.models import Snapshot
 from app.services.warcfiles import WarcStore
 from archive import digests
-from archive.citeid import new_citation_id
+from archive.citeid import citation_id_for_record
 from archive.importer import Scanned, scan_warc, warc_date_to_ts
 from archive.reader import WarcRecord
 from archive.surt import surt
@@ -132,8 +132,10 @@ class _Importer:
 
     def assign_ids(self, rows: list[Snapshot]) -> None:
         for row in rows:
+            attempt = 0
             while True:
-                cid = new_citation_id()
+                cid = citation_id_for_record(row.record_id, attempt)
+                attempt += 1
                 if self.s.scalars(select(Snapshot.id).where(Snapshot.citation_id == cid)).first() is None and \
                         all(r.citation_id != cid for r in rows):
                     row.citation_id = cid
