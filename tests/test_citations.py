@@ -162,3 +162,11 @@ def test_fixity_failure_is_said_plainly(client, captured, app):
     assert client.get(f"/c/{snap.citation_id}", params={"q": "Qwen3-8B"}).status_code == 500
     with app.state.db.Session() as s:
         assert s.get(Snapshot, snap.id).fixity == "failed"
+
+
+def test_head_on_a_citation_answers_like_get_without_a_body(client, captured):
+    _, first, _ = captured
+    r = client.head(f"/c/{first.citation_id}")
+    assert r.status_code == 200 and r.content == b""
+    assert r.headers["content-type"].startswith("text/html")
+    assert client.head("/c/ZZZZ-ZZZZ").status_code == 404

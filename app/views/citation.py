@@ -14,7 +14,7 @@ from app.services import citations
 router = APIRouter()
 
 
-@router.get("/c/{typed}", include_in_schema=False)
+@router.api_route("/c/{typed}", methods=["GET", "HEAD"], include_in_schema=False)
 def citation_page(typed: str, request: Request, q: str | None = None, prefix: str | None = None,
                   suffix: str | None = None, session: Session = Depends(get_session)):
     as_json = typed.endswith(".json")
