@@ -46,6 +46,12 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20)
 
 
+def chunked(seq: list, n: int = 500):
+    """Slices of ``seq`` of at most ``n`` items: keeps IN-lists under SQLite's and PostgreSQL's limits."""
+    for i in range(0, len(seq), n):
+        yield seq[i:i + n]
+
+
 class Database:
     """Owns the engine and the sessionmaker for one settings object."""
 

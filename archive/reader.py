@@ -117,18 +117,21 @@ def parse_record(raw: bytes, *, where: str = "record") -> WarcRecord:
     return rec
 
 
-def _check_digests(rec: WarcRecord) -> None:
-    def hasher_of(data: bytes):
-        return lambda algorithm: hashlib.new(algorithm, data)
-
-    block_value = rec.header("WARC-Block-Digest")
+def _digest_verdict(rec: WarcRecord, header: str, what: str, data: bytes) -> bool | None:
+    """Whether ``data`` matches the digest in ``header`` (None when there is none); problems are noted."""
+    value = rec.header(header)
     try:
-        rec.block_digest_ok = digests.matches(block_value, hasher_of(rec.block))
+        ok = digests.matches(value, lambda algorithm: hashlib.new(algorithm, data))
     except ValueError as exc:
-        rec.block_digest_ok = False
-        rec.problems.append(f"unreadable WARC-Block-Digest: {exc}")
-    if rec.block_digest_ok is False and block_value:
-        rec.problems.append(f"block digest mismatch: header says {block_value}")
+        rec.problems.append(f"unreadable {header}: {exc}")
+        return False
+    if ok is False and value:
+        rec.problems.append(f"{what} digest mismatch: header says {value}")
+    return ok
+
+
+def _check_digests(rec: WarcRecord) -> None:
+    rec.block_digest_ok = _digest_verdict(rec, "WARC-Block-Digest", "block", rec.block)
     ctype = (rec.header("Content-Type") or "").lower()
     if ctype.startswith("application/http") and rec.warc_type in ("response", "revisit", "request"):
         try:
@@ -138,16 +141,9 @@ def _check_digests(rec: WarcRecord) -> None:
             return
     else:
         rec.payload = rec.block
-    payload_value = rec.header("WARC-Payload-Digest")
     if rec.warc_type == "revisit":  # payload lives in the record it refers to
         return
-    try:
-        rec.payload_digest_ok = digests.matches(payload_value, hasher_of(rec.payload))
-    except ValueError as exc:
-        rec.payload_digest_ok = False
-        rec.problems.append(f"unreadable WARC-Payload-Digest: {exc}")
-    if rec.payload_digest_ok is False and payload_value:
-        rec.problems.append(f"payload digest mismatch: header says {payload_value}")
+    rec.payload_digest_ok = _digest_verdict(rec, "WARC-Payload-Digest", "payload", rec.payload)
 
 
 def read_record(path: Path | str, offset: int, length: int) -> WarcRecord:

@@ -22,6 +22,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
+from app.db import chunked
 from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
 from app.services.citations import quote_url
 from app.services.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
@@ -49,15 +50,12 @@ def cite(settings: Settings, citation_id: str | None, text: str | None) -> str |
     return quote_url(settings, citation_id, text)
 
 
-def _chunks(seq: list, n: int = CHUNK):
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
 
 
 def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
     version_ids = [e.current_version_id for e in entries if e.current_version_id]
     versions: dict[int, tuple[dict, dict, str | None]] = {}
-    for part in _chunks(version_ids):
+    for part in chunked(version_ids, CHUNK):
         q = (select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance, Snapshot.citation_id)
              .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id).where(EntryVersion.id.in_(part)))
         for vid, fields, prov, cid in session.execute(q):
@@ -74,7 +72,7 @@ def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
 
 def _page_concurrency(session: Session, source_ids: set[int]) -> dict[int, list[tuple[int, int | None]]]:
     out: dict[int, list[tuple[int, int | None]]] = {}
-    for part in _chunks(sorted(source_ids)):
+    for part in chunked(sorted(source_ids), CHUNK):
         q = select(Entry.source_id, Entry.id, Entry.concurrency).where(Entry.source_id.in_(part),
                                                                          Entry.gone.is_(False))
         for sid, eid, conc in session.execute(q):
@@ -154,7 +152,7 @@ def _summarise(entry: Entry, flags: list[Flag], working) -> None:
 
 def _measurements(session: Session, recipe_ids: list[str]) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {}
-    for part in _chunks(recipe_ids):
+    for part in chunked(recipe_ids, CHUNK):
         q = select(Measurement.recipe_id, Measurement.tps).where(
             Measurement.recipe_id.in_(part), Measurement.non_repeating_prompts.is_(True),
             Measurement.output_checked.is_(True))
@@ -169,11 +167,11 @@ def audit_entries(session: Session, settings: Settings, entry_ids) -> dict:
     if not ids:
         return {"entries": 0, "recipes": 0, "flags_active": 0}
     seeds: list[Entry] = []
-    for part in _chunks(ids):
+    for part in chunked(ids, CHUNK):
         seeds += session.scalars(select(Entry).where(Entry.id.in_(part))).all()
     recipe_ids = sorted({e.recipe_id for e in seeds if e.recipe_id})
     entries = {e.id: e for e in seeds}
-    for part in _chunks(recipe_ids):
+    for part in chunked(recipe_ids, CHUNK):
         for e in session.scalars(select(Entry).where(Entry.recipe_id.in_(part))):
             entries[e.id] = e
     return _audit(session, settings, list(entries.values()), recipe_ids)
@@ -183,7 +181,7 @@ def audit_recipes(session: Session, settings: Settings, recipe_ids) -> dict:
     """Audit every entry of these recipes (after a measurement, or to refresh a cached answer)."""
     rids = sorted(set(recipe_ids))
     entries: list[Entry] = []
-    for part in _chunks(rids):
+    for part in chunked(rids, CHUNK):
         entries += session.scalars(select(Entry).where(Entry.recipe_id.in_(part))).all()
     return _audit(session, settings, entries, rids)
 
@@ -191,11 +189,11 @@ def audit_recipes(session: Session, settings: Settings, recipe_ids) -> dict:
 def audit_all(session: Session, settings: Settings) -> dict:
     rids = list(session.scalars(select(Recipe.recipe_id)))
     total = {"entries": 0, "recipes": 0, "flags_active": 0}
-    for part in _chunks(rids, 200):
+    for part in chunked(rids, 200):
         for k, v in audit_recipes(session, settings, part).items():
             total[k] += v
     loose = list(session.scalars(select(Entry.id).where(Entry.recipe_id.is_(None))))
-    for part in _chunks(loose):
+    for part in chunked(loose, CHUNK):
         for k, v in audit_entries(session, settings, part).items():
             total[k] += v
     return total
@@ -210,7 +208,7 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
         groups.setdefault(item.entry.recipe_id or ("entry", item.entry.id), []).append(item)
     page = _page_concurrency(session, {i.entry.source_id for i in loaded if i.entry.source_id is not None})
     existing: dict[int, dict[str, Flag]] = {}
-    for part in _chunks([i.entry.id for i in loaded]):
+    for part in chunked([i.entry.id for i in loaded], CHUNK):
         for flag in session.scalars(select(Flag).where(Flag.entry_id.in_(part))):
             existing.setdefault(flag.entry_id, {})[flag.rule] = flag
     measured = _measurements(session, recipe_ids)
@@ -254,7 +252,7 @@ def flags_for_entries(session: Session, entry_ids, *, evidence: bool = False) ->
     """Active flags of each entry (dismissed ones included, with their status), most severe first."""
     out: dict[int, list[dict]] = {}
     ids = list({int(i) for i in entry_ids})
-    for part in _chunks(ids):
+    for part in chunked(ids, CHUNK):
         for f in session.scalars(select(Flag).where(Flag.entry_id.in_(part), Flag.active.is_(True))):
             out.setdefault(f.entry_id, []).append(flag_json(f, evidence=evidence))
     for flags in out.values():

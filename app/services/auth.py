@@ -91,10 +91,15 @@ def create_user(session: Session, username: str, password: str) -> User:
     return user
 
 
-def set_password(session: Session, username: str, password: str) -> User:
+def _existing_user(session: Session, username: str) -> User:
     user = get_user(session, username)
     if user is None:
         raise NotFound(f"No user {username!r}. Create one with `caveat user add {username}`.")
+    return user
+
+
+def set_password(session: Session, username: str, password: str) -> User:
+    user = _existing_user(session, username)
     if len(password or "") < MIN_PASSWORD:
         raise BadRequest(f"The password is too short: use at least {MIN_PASSWORD} characters.")
     user.password_hash = hash_password(password)
@@ -120,9 +125,7 @@ def _token_hash(token: str) -> str:
 
 def create_token(session: Session, username: str, name: str) -> str:
     """A new API token for ``username``; the plaintext is returned once and never stored."""
-    user = get_user(session, username)
-    if user is None:
-        raise NotFound(f"No user {username!r}. Create one first with `caveat user add {username}`.")
+    user = _existing_user(session, username)
     if not (name or "").strip():
         raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
@@ -132,9 +135,7 @@ def create_token(session: Session, username: str, name: str) -> str:
 
 
 def revoke_token(session: Session, username: str, name: str) -> int:
-    user = get_user(session, username)
-    if user is None:
-        raise NotFound(f"No user {username!r}.")
+    user = _existing_user(session, username)
     tokens = session.scalars(select(ApiToken).where(
         ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))).all()
     if not tokens:

@@ -18,7 +18,7 @@ from typing import Callable
 from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
-from app.db import Database
+from app.db import Database, chunked
 from app.models import Snapshot
 from app.services.warcfiles import WarcStore
 from archive import digests
@@ -193,13 +193,13 @@ class _Planner:
         earliest = min((ts17(h.started_at) for h in hops), default="0")
         self.deferred: list[tuple[Snapshot, Snapshot]] = []
         self.used_ts: dict[str, set[str]] = {u: set() for u in urls}
-        for chunk in _chunks(urls):
+        for chunk in chunked(urls):
             for url, ts in session.execute(select(Snapshot.url, Snapshot.timestamp)
                                            .where(Snapshot.url.in_(chunk), Snapshot.timestamp >= earliest)):
                 self.used_ts[url].add(ts)
         self.originals: dict[str, Snapshot] = {}  # sha256 hex -> first response row with that payload
         shas = sorted({h.sha256.hex() for h in hops if h.body_length > 0})
-        for chunk in _chunks(shas):
+        for chunk in chunked(shas):
             for row in session.scalars(select(Snapshot).where(Snapshot.sha256.in_(chunk),
                                                               Snapshot.record_type == "response")
                                        .order_by(Snapshot.id)):
@@ -281,6 +281,3 @@ class _Planner:
             r.citation_id = wanted[id(r)]
 
 
-def _chunks(values: list, size: int = 500):
-    for i in range(0, len(values), size):
-        yield values[i:i + size]

@@ -20,6 +20,7 @@ from typing import Any
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
 
+from app.db import chunked
 from app.models import Entry, EntryVersion, Recipe, Snapshot, Source, utcnow
 from app.services.identity import entry_keys, recipe_id_for, recipe_key
 
@@ -149,16 +150,13 @@ def diff_fields(old: dict, new: dict) -> dict:
     return {k: [old.get(k), new.get(k)] for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
 
 
-def _chunks(seq: list, n: int = CHUNK):
-    for i in range(0, len(seq), n):
-        yield seq[i:i + n]
 
 
 def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> None:
     if not recipes:
         return
     existing: set[str] = set()
-    for part in _chunks(list(recipes)):
+    for part in chunked(list(recipes), CHUNK):
         existing.update(session.scalars(select(Recipe.recipe_id).where(Recipe.recipe_id.in_(part))))
     now = utcnow()
     rows = [
@@ -230,7 +228,7 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     # New entries, then their first versions.
     if new_entries:
         ids: dict[str, int] = {}
-        for part in _chunks(new_entries):
+        for part in chunked(new_entries, CHUNK):
             rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
                                    [row for row, *_ in part])
             ids.update(rows.all())
@@ -243,7 +241,7 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
 
     # One version per entry per snapshot, so entry_id maps each returned id to its version.
     current_updates = []
-    for part in _chunks(new_versions):
+    for part in chunked(new_versions, CHUNK):
         vids = dict(session.execute(insert(_VERSIONS).returning(_VERSIONS.c.entry_id, _VERSIONS.c.id),
                                     [v for v, *_ in part]).all())
         for version, known, flds, extra in part:
@@ -254,18 +252,18 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     for u in current_updates:
         by_id.setdefault(u["id"], {"id": u["id"]})["current_version_id"] = u["current_version_id"]
     if by_id:
-        for part in _chunks(list(by_id.values())):
+        for part in chunked(list(by_id.values()), CHUNK):
             _bulk_update(session, part)
 
     seen_ids = [k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries]
-    for part in _chunks([k.entry_id for k in touched_known]):
+    for part in chunked([k.entry_id for k in touched_known], CHUNK):
         session.execute(update(Entry).where(Entry.id.in_(part)).values(last_snapshot_id=snapshot.id, gone=False))
     for k in touched_known:
         k.gone = False
 
     seen = set(seen_ids)
     gone = [k for k in state.known.values() if k.entry_id not in seen and not k.gone]
-    for part in _chunks([k.entry_id for k in gone]):
+    for part in chunked([k.entry_id for k in gone], CHUNK):
         session.execute(update(Entry).where(Entry.id.in_(part)).values(gone=True, updated_at=now))
     for k in gone:
         k.gone = True

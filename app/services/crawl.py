@@ -25,7 +25,10 @@ from app.config import Settings
 from app.db import Database
 from app.errors import NotFound
 from app.models import Crawl, Snapshot, Source, utcnow
+from app.services.audit import audit_entries
+from app.services.capture import capture_urls
 from app.services.claims import SourceState, StoreSummary, store_parse
+from app.services.snapshots import load_record
 from app.services.sources import get_source, list_sources, set_guessed_kind
 
 FAILED = ("failed", "empty")
@@ -87,8 +90,6 @@ def _archive_warnings(stored) -> list[str]:
 def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport) -> None:
     if not entry_ids:
         return
-    from app.services.audit import audit_entries
-
     try:
         with session.begin_nested():
             audit_entries(session, settings, entry_ids)
@@ -121,19 +122,16 @@ def _start(db: Database, source: Source, kind: str) -> int:
 
 
 def crawl_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop) -> SourceReport:
-    from app.services.capture import capture_urls
-    from app.services.snapshots import load_record
-
     report = SourceReport(source.name, source.url, kind=source.kind)
     crawl_id = _start(db, source, "crawl")
     snapshot_id = None
     try:
         progress("capture", report)
         result = capture_urls(db, [source.url], source_id=source.id)[0]
-        snap = getattr(result, "snapshot", None)
+        snap = result.snapshot
         snapshot_id = snap.id if snap is not None else None
         report.snapshot = snap.citation_id if snap is not None else None
-        if getattr(result, "error", None) or snap is None:
+        if result.error or snap is None:
             report.status, report.error = "failed", f"capture failed: {result.error or 'nothing archived'}"
             return report
         status = result.status or snap.status
@@ -198,8 +196,6 @@ def _archived(session: Session, source_id: int) -> list[Snapshot]:
 
 
 def reparse_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop) -> SourceReport:
-    from app.services.snapshots import load_record
-
     report = SourceReport(source.name, source.url, kind=source.kind)
     crawl_id = _start(db, source, "reparse")
     last_id = None

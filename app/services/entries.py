@@ -6,7 +6,6 @@ entry is rendered by ``entry_json`` so both faces show the same fields.
 
 from __future__ import annotations
 
-from urllib.parse import quote
 
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
@@ -14,6 +13,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
+from app.services import audit, citations
 
 MAX_LIMIT = 500
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -25,29 +25,13 @@ def quote_url(settings: Settings, citation_id: str | None, text: str | None) -> 
         return None
     if not text:
         return f"{settings.base_url}/c/{citation_id}"
-    try:
-        from app.services.citations import quote_url as replay_quote_url
-    except ImportError:
-        return f"{settings.base_url}/c/{citation_id}?q={quote(text, safe='')}"
-    return replay_quote_url(settings, citation_id, text)
+    return citations.quote_url(settings, citation_id, text)
 
 
 def _flags(session: Session, entry_ids: list[int]) -> dict[int, list[dict]]:
     if not entry_ids:
         return {}
-    try:
-        from app.services.audit import flags_for_entries
-    except ImportError:
-        flags_for_entries = None
-    if flags_for_entries is not None:
-        return {eid: list(fl) for eid, fl in (flags_for_entries(session, entry_ids) or {}).items()}
-    out: dict[int, list[dict]] = {}
-    q = select(Flag).where(Flag.entry_id.in_(entry_ids), Flag.active.is_(True)).order_by(Flag.id)
-    for f in session.scalars(q):
-        out.setdefault(f.entry_id, []).append({
-            "rule": f.rule, "severity": f.severity, "explanation": f.explanation, "status": f.status,
-            "citation": f.citation})
-    return out
+    return {eid: list(fl) for eid, fl in audit.flags_for_entries(session, entry_ids).items()}
 
 
 def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
