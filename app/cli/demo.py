@@ -70,7 +70,8 @@ def demo(obj: CliContext, data_dir: Path | None, port: int | None, no_serve: boo
             if event == "done":
                 s = report.summary
                 line = (f"  crawled {report.name}: {report.status}, {s.new} new, {s.changed} changed, "
-                        f"{s.unchanged} unchanged, {len(s.warnings)} warnings (snapshot {report.snapshot})")
+                        f"{s.unchanged} unchanged, {len(s.warnings)} warnings"
+                        + (f" (snapshot {report.snapshot})" if report.snapshot else " (nothing archived)"))
                 click.echo(line + (f"\n    {report.error}" if report.error else ""))
 
         result = run_demo(settings, site, progress=progress)
