@@ -10,9 +10,11 @@ limit, http/https only, and internal addresses refused after DNS resolution for 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import ipaddress
 import socket
+import ssl
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -78,6 +80,12 @@ class GuardedBackend(httpcore.SyncBackend):
             except httpcore.ConnectError as exc:
                 last = exc
         raise last  # type: ignore[misc]
+
+
+@functools.cache
+def ssl_context() -> ssl.SSLContext:
+    """The TLS settings every fetch uses (system-independent CA bundle), built once per process."""
+    return httpx.create_ssl_context()
 
 
 def _peer_address(response: httpx.Response) -> tuple | None:
@@ -154,15 +162,14 @@ class Fetcher:
 
     def __post_init__(self):
         lim = self.limits
-        transport = httpx.HTTPTransport(retries=0)
+        transport = httpx.HTTPTransport(retries=0, verify=ssl_context())
         pool = transport._pool  # httpx exposes no hook for the network backend; set it on the pool
         if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
             raise RuntimeError("httpx transport layout changed: cannot install the address guard")
         pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check)
         timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
                                 pool=lim.connect_timeout)
-        self.client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False,
-                                   trust_env=False,
+        self.client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False,
                                    # only codings our reader, pywb and browsers all undo
                                    headers={"User-Agent": lim.user_agent, "Accept-Encoding": "gzip, deflate"})
 

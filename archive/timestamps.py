@@ -14,8 +14,8 @@ def ts17(dt: datetime) -> str:
 def parse_ts17(ts: str) -> datetime:
     if len(ts) != 17 or not ts.isdigit():
         raise ValueError(f"not a 17-digit timestamp: {ts!r}")
-    base = datetime.strptime(ts[:14], "%Y%m%d%H%M%S").replace(tzinfo=timezone.utc)
-    return base + timedelta(milliseconds=int(ts[14:]))
+    return datetime(int(ts[0:4]), int(ts[4:6]), int(ts[6:8]), int(ts[8:10]), int(ts[10:12]), int(ts[12:14]),
+                    int(ts[14:17]) * 1000, tzinfo=timezone.utc)
 
 
 def bump(ts: str, ms: int = 1) -> str:

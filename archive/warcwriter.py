@@ -1,9 +1,17 @@
-"""An append-only ``.warc.gz`` writer: WARC/1.1, one gzip member per record, sha256 digests.
+"""WARC/1.1 records as ``.warc.gz`` gzip members: built anywhere, appended by one writer.
 
-Each ``write_*`` call appends one complete gzip member and returns where it landed. Nothing is
-durable until :meth:`WarcWriter.sync` (flush + fsync); callers index records only after that.
-A failed write truncates the file back to where the record started, so the file never holds half a
-record written by this process (a killed process can leave one: see ``archive.recovery``).
+A record is built in two steps so the expensive part can run away from the file: :func:`build_record`
+computes the digests and compresses the block (in a fetch thread or a worker process), and
+:meth:`WarcWriter.append` writes the finished bytes. A :class:`BuiltRecord` keeps its WARC header
+apart from its compressed payload, so the writer can re-date it (:meth:`BuiltRecord.at`) without
+compressing the payload again.
+
+Each member is ``[gzip header][deflate(WARC header + block head), sync-flushed][deflate(payload),
+sync-flushed][final stored block: CRLF CRLF][crc32, size]``: one ordinary gzip member that every
+reader decompresses in one go. Nothing is durable until :meth:`WarcWriter.sync` (flush + fsync);
+callers index records only after that. A failed append truncates the file back to where the record
+started, so the file never holds half a record written by this process (a killed process can leave
+one: see ``archive.recovery``).
 """
 
 from __future__ import annotations
@@ -11,12 +19,14 @@ from __future__ import annotations
 import hashlib
 import io
 import os
+import shutil
+import tempfile
 import uuid
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import BinaryIO, Iterable
+from typing import BinaryIO
 
 from archive import digests
 from archive.timestamps import ts17, warc_date
@@ -28,28 +38,9 @@ except ImportError:  # pragma: no cover - optional speed-up
 
 CHUNK = 256 * 1024
 REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
-WARC_VERSION = b"WARC/1.1"
-
-
-@dataclass(frozen=True)
-class PreparedBlock:
-    """A response block's payload compressed ahead of time (e.g. in a fetch thread, where the
-    compressor runs without holding the GIL): a raw deflate segment ending on a byte boundary and not
-    final, so the writer can place it inside a record's gzip member after compressing the header."""
-
-    block_digest: str  # sha256 label of head + payload
-    deflated: bytes
-    payload_length: int
-    payload_crc: int  # crc32 of the payload, combined into the member's crc by the writer
-
-
-def prepare_block(head: bytes, payload: bytes, level: int = 6) -> PreparedBlock:
-    block = hashlib.sha256(head)
-    block.update(payload)
-    comp = _deflate.compressobj(max(0, min(9, level)), _deflate.DEFLATED, -15)
-    deflated = comp.compress(payload) + comp.flush(_deflate.Z_SYNC_FLUSH)
-    return PreparedBlock(digests.label(block.digest()), deflated, len(payload), _deflate.crc32(payload))
-
+WARC_VERSION = "WARC/1.1"
+RESPONSE_TYPE = "application/http; msgtype=response"
+REQUEST_TYPE = "application/http; msgtype=request"
 
 # gzip member header: magic, deflate, no flags, no mtime, no extra flags, OS unknown
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
@@ -77,8 +68,7 @@ def _clean(value: str) -> str:
 
 def record_header(warc_type: str, record_id: str, ts: str, fields: list[tuple[str, str]],
                   content_type: str | None, content_length: int) -> bytes:
-    lines = [WARC_VERSION.decode(), f"WARC-Type: {warc_type}", f"WARC-Record-ID: {record_id}",
-             f"WARC-Date: {warc_date(ts)}"]
+    lines = [WARC_VERSION, f"WARC-Type: {warc_type}", f"WARC-Record-ID: {record_id}", f"WARC-Date: {warc_date(ts)}"]
     lines += [f"{k}: {_clean(v)}" for k, v in fields if v is not None]
     if content_type:
         lines.append(f"Content-Type: {content_type}")
@@ -86,19 +76,155 @@ def record_header(warc_type: str, record_id: str, ts: str, fields: list[tuple[st
     return ("\r\n".join(lines) + "\r\n\r\n").encode("utf-8")
 
 
-def _payload_chunks(payload: BinaryIO | bytes | None) -> Iterable[bytes]:
-    if payload is None:
-        return
+def _segment(data: bytes, level: int) -> bytes:
+    """Raw deflate of ``data`` ending on a byte boundary and not final (sync flush)."""
+    comp = _deflate.compressobj(level, _deflate.DEFLATED, -15)
+    return comp.compress(data) + comp.flush(_deflate.Z_SYNC_FLUSH)
+
+
+@dataclass(frozen=True)
+class BuiltRecord:
+    """One record, compressed and digested, not yet in any file. The payload's deflate segment is
+    either in memory (``payload``) or, for large bodies, in the file ``payload_path``, which
+    :meth:`WarcWriter.append` copies and then deletes."""
+
+    warc_type: str
+    record_id: str
+    ts: str
+    fields: tuple[tuple[str, str], ...]  # WARC fields besides type, id, date, digests and length
+    content_type: str | None
+    head: bytes  # the block's first part (HTTP status line and headers, or the whole block)
+    block_digest: str
+    payload_digest: str | None
+    payload_length: int
+    payload_crc: int
+    payload: bytes  # deflate segment of the payload (b"" when it is in payload_path or empty)
+    payload_path: str | None
+    payload_deflated_length: int
+    level: int
+    prefix: bytes = b""  # deflate segment of WARC header + head
+    prefix_crc: int = 0
+    prefix_length: int = 0
+
+    def warc_header(self, ts: str | None = None) -> bytes:
+        fields = list(self.fields) + [("WARC-Block-Digest", self.block_digest)]
+        if self.payload_digest:
+            fields.append(("WARC-Payload-Digest", self.payload_digest))
+        return record_header(self.warc_type, self.record_id, ts or self.ts, fields, self.content_type,
+                             len(self.head) + self.payload_length)
+
+    def at(self, ts: str) -> "BuiltRecord":
+        """The same record dated ``ts`` (only its small header part is compressed again)."""
+        if ts == self.ts:
+            return self
+        prefix = self.warc_header(ts) + self.head
+        return replace(self, ts=ts, prefix=_segment(prefix, self.level), prefix_crc=zlib.crc32(prefix),
+                       prefix_length=len(prefix))
+
+    @property
+    def member_length(self) -> int:
+        return len(GZIP_HEADER) + len(self.prefix) + self.payload_deflated_length + len(FINAL_CRLF2) + 8
+
+    def trailer(self) -> bytes:
+        crc = _deflate.crc32_combine(self.prefix_crc, self.payload_crc, self.payload_length)
+        crc = _deflate.crc32_combine(crc, _CRLF2_CRC, 4)
+        size = (self.prefix_length + self.payload_length + 4) & 0xFFFFFFFF
+        return FINAL_CRLF2 + crc.to_bytes(4, "little") + size.to_bytes(4, "little")
+
+    def discard(self) -> None:
+        """Remove the spooled payload file, if any (a record that will not be appended)."""
+        if self.payload_path:
+            try:
+                os.unlink(self.payload_path)
+            except FileNotFoundError:
+                pass
+
+
+def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, content_type: str | None, ts: str,
+                 head: bytes = b"", payload: BinaryIO | bytes | None = None, payload_length: int = 0,
+                 payload_digest: str | None = None, record_id: str | None = None, level: int = 6,
+                 spool_dir: Path | str | None = None) -> BuiltRecord:
+    """Digest and compress one record whose block is ``head`` followed by ``payload``.
+
+    ``payload`` may be bytes (compressed in memory) or a binary file of ``payload_length`` bytes; a
+    file is compressed in chunks into a temporary file in ``spool_dir`` (memory stays bounded)."""
+    level = max(0, min(9, int(level)))
+    record_id = record_id or new_record_id()
+    block = hashlib.sha256(head)
+    crc = 0
+    seg = b""
+    path = None
     if isinstance(payload, (bytes, bytearray, memoryview)):
-        if len(payload):
-            yield bytes(payload)
-        return
-    payload.seek(0)
-    while True:
-        chunk = payload.read(CHUNK)
-        if not chunk:
-            return
-        yield chunk
+        payload = bytes(payload)
+        if len(payload) != payload_length:
+            raise ValueError(f"payload is {len(payload)} bytes, not the {payload_length} declared")
+        block.update(payload)
+        crc = _deflate.crc32(payload)
+        seg = _segment(payload, level) if payload else b""
+        seg_length = len(seg)
+    elif payload is not None and payload_length:
+        fd, path = tempfile.mkstemp(prefix="record-", suffix=".deflate", dir=spool_dir)
+        seen = 0
+        try:
+            with os.fdopen(fd, "wb") as out:
+                comp = _deflate.compressobj(level, _deflate.DEFLATED, -15)
+                payload.seek(0)
+                while chunk := payload.read(CHUNK):
+                    seen += len(chunk)
+                    block.update(chunk)
+                    crc = _deflate.crc32(chunk, crc)
+                    out.write(comp.compress(chunk))
+                out.write(comp.flush(_deflate.Z_SYNC_FLUSH))
+                seg_length = out.tell()
+            if seen != payload_length:
+                raise ValueError(f"payload is {seen} bytes, not the {payload_length} declared")
+        except BaseException:
+            os.unlink(path)
+            raise
+    else:
+        if payload_length:
+            raise ValueError("payload_length given without a payload")
+        seg_length = 0
+    rec = BuiltRecord(warc_type=warc_type, record_id=record_id, ts=ts,
+                      fields=tuple((k, v) for k, v in fields if v is not None), content_type=content_type,
+                      head=head, block_digest=digests.label(block.digest()), payload_digest=payload_digest,
+                      payload_length=payload_length, payload_crc=crc, payload=seg, payload_path=path,
+                      payload_deflated_length=seg_length, level=level)
+    prefix = rec.warc_header() + head
+    return replace(rec, prefix=_segment(prefix, level), prefix_crc=zlib.crc32(prefix), prefix_length=len(prefix))
+
+
+# -- the record kinds Caveat writes -----------------------------------------------------------------
+def build_response(url: str, ts: str, http_head: bytes, payload: BinaryIO | bytes | None, payload_length: int,
+                   payload_sha256: bytes, *, ip: str | None = None, record_id: str | None = None, level: int = 6,
+                   spool_dir: Path | str | None = None) -> BuiltRecord:
+    return build_record("response", [("WARC-Target-URI", url), ("WARC-IP-Address", ip)],
+                        content_type=RESPONSE_TYPE, ts=ts, head=http_head, payload=payload,
+                        payload_length=payload_length, payload_digest=digests.label(payload_sha256),
+                        record_id=record_id, level=level, spool_dir=spool_dir)
+
+
+def build_revisit(url: str, ts: str, http_head: bytes, payload_sha256: bytes, *, refers_to: str, refers_to_uri: str,
+                  refers_to_ts: str, ip: str | None = None, record_id: str | None = None,
+                  level: int = 6) -> BuiltRecord:
+    fields = [("WARC-Target-URI", url), ("WARC-IP-Address", ip), ("WARC-Profile", REVISIT_PROFILE),
+              ("WARC-Refers-To", refers_to), ("WARC-Refers-To-Target-URI", refers_to_uri),
+              ("WARC-Refers-To-Date", warc_date(refers_to_ts))]
+    return build_record("revisit", fields, content_type=RESPONSE_TYPE, ts=ts, head=http_head,
+                        payload_digest=digests.label(payload_sha256), record_id=record_id, level=level)
+
+
+def build_request(url: str, ts: str, http_head: bytes, *, concurrent_to: str, ip: str | None = None,
+                  record_id: str | None = None, level: int = 6) -> BuiltRecord:
+    fields = [("WARC-Target-URI", url), ("WARC-IP-Address", ip), ("WARC-Concurrent-To", concurrent_to)]
+    return build_record("request", fields, content_type=REQUEST_TYPE, ts=ts, head=http_head,
+                        record_id=record_id, level=level)
+
+
+def build_warcinfo(filename: str, fields: list[tuple[str, str]], ts: str, level: int = 6) -> BuiltRecord:
+    body = "".join(f"{k}: {_clean(v)}\r\n" for k, v in fields).encode("utf-8")
+    return build_record("warcinfo", [("WARC-Filename", filename)], content_type="application/warc-fields",
+                        ts=ts, head=body, level=level)
 
 
 class WarcWriter:
@@ -115,7 +241,8 @@ class WarcWriter:
         if self._pos == 0:
             fields = [("software", software), ("format", "WARC File Format 1.1"),
                       ("conformsTo", "https://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/")]
-            self.write_warcinfo(fields + list(info or []))
+            self.append(build_warcinfo(self.path.name, fields + list(info or []),
+                                       ts17(datetime.now(timezone.utc)), self.level))
             self._info_end = self._pos
 
     @property
@@ -127,109 +254,43 @@ class WarcWriter:
     def size(self) -> int:
         return self._pos
 
-    # -- low level ----------------------------------------------------------------------------
-    def _member(self, parts: Iterable[bytes]) -> tuple[int, int]:
+    def append(self, rec: BuiltRecord) -> Written:
+        """Write one built record as one gzip member; a spooled payload file is consumed (deleted)."""
         start = self._pos
-        comp = _deflate.compressobj(self.level, _deflate.DEFLATED, 31)
-        written = 0
         try:
-            for part in parts:
-                out = comp.compress(part)
-                if out:
-                    self._f.write(out)
-                    written += len(out)
-            out = comp.flush()
-            self._f.write(out)
-            written += len(out)
+            self._f.write(GZIP_HEADER)
+            self._f.write(rec.prefix)
+            if rec.payload_path:
+                with open(rec.payload_path, "rb") as src:
+                    shutil.copyfileobj(src, self._f, CHUNK)
+            elif rec.payload:
+                self._f.write(rec.payload)
+            self._f.write(rec.trailer())
         except BaseException:
             self.truncate(start)
             raise
-        self._pos = start + written
-        return start, written
+        finally:
+            rec.discard()
+        self._pos = start + rec.member_length
+        return Written(rec.record_id, start, rec.member_length, rec.block_digest, rec.payload_digest)
 
-    def _member_prepared(self, prefix: bytes, prepared: PreparedBlock) -> tuple[int, int]:
-        """One gzip member: [header][deflate(prefix), sync-flushed][prepared payload][final CRLFCRLF]."""
-        start = self._pos
-        head_comp = _deflate.compressobj(self.level, _deflate.DEFLATED, -15)
-        n = prepared.payload_length
-        crc = _deflate.crc32_combine(_deflate.crc32(prefix), prepared.payload_crc, n)
-        crc = _deflate.crc32_combine(crc, _CRLF2_CRC, 4)
-        size = (len(prefix) + n + 4) & 0xFFFFFFFF
-        parts = [GZIP_HEADER, head_comp.compress(prefix) + head_comp.flush(_deflate.Z_SYNC_FLUSH),
-                 prepared.deflated, FINAL_CRLF2, crc.to_bytes(4, "little") + size.to_bytes(4, "little")]
-        try:
-            for part in parts:
-                self._f.write(part)
-        except BaseException:
-            self.truncate(start)
-            raise
-        length = sum(len(p) for p in parts)
-        self._pos = start + length
-        return start, length
-
-    def write_record(self, warc_type: str, fields: list[tuple[str, str]], *, content_type: str | None,
-                     head: bytes = b"", payload: BinaryIO | bytes | None = None, payload_length: int = 0,
-                     payload_digest: str | None = None, ts: str, record_id: str | None = None,
-                     prepared: PreparedBlock | None = None) -> Written:
-        """Append one record whose block is ``head`` followed by ``payload``. With ``prepared`` (from
-        :func:`prepare_block` over the same head and payload bytes) the payload is not compressed again."""
-        record_id = record_id or new_record_id()
-        if prepared is not None:
-            block_digest = prepared.block_digest
-        else:
-            block = hashlib.sha256(head)
-            for chunk in _payload_chunks(payload):
-                block.update(chunk)
-            block_digest = digests.label(block.digest())
-        all_fields = list(fields) + [("WARC-Block-Digest", block_digest)]
-        if payload_digest:
-            all_fields.append(("WARC-Payload-Digest", payload_digest))
-        header = record_header(warc_type, record_id, ts, all_fields, content_type, len(head) + payload_length)
-        if prepared is not None:
-            if payload_length != prepared.payload_length:
-                raise ValueError("prepared block does not match the payload it is written with")
-            offset, length = self._member_prepared(header + head, prepared)
-            return Written(record_id, offset, length, block_digest, payload_digest)
-
-        def parts():
-            yield header + head
-            yield from _payload_chunks(payload)
-            yield b"\r\n\r\n"
-
-        offset, length = self._member(parts())
-        return Written(record_id, offset, length, block_digest, payload_digest)
-
-    # -- record kinds -------------------------------------------------------------------------
-    def write_warcinfo(self, fields: list[tuple[str, str]], ts: str | None = None) -> Written:
-        body = "".join(f"{k}: {_clean(v)}\r\n" for k, v in fields).encode("utf-8")
-        return self.write_record("warcinfo", [("WARC-Filename", self.path.name)],
-                                 content_type="application/warc-fields", head=body,
-                                 ts=ts or ts17(datetime.now(timezone.utc)))
-
+    # -- convenience: build and append in one call ----------------------------------------------
     def write_response(self, url: str, ts: str, http_head: bytes, payload: BinaryIO | bytes | None,
                        payload_length: int, payload_sha256: bytes, *, ip: str | None = None,
-                       record_id: str | None = None, prepared: PreparedBlock | None = None) -> Written:
-        fields = [("WARC-Target-URI", url), ("WARC-IP-Address", ip)]
-        return self.write_record("response", fields, content_type="application/http; msgtype=response",
-                                 head=http_head, payload=payload, payload_length=payload_length,
-                                 payload_digest=digests.label(payload_sha256), ts=ts, record_id=record_id,
-                                 prepared=prepared)
+                       record_id: str | None = None) -> Written:
+        return self.append(build_response(url, ts, http_head, payload, payload_length, payload_sha256, ip=ip,
+                                          record_id=record_id, level=self.level, spool_dir=self.path.parent))
 
-    def write_revisit(self, url: str, ts: str, http_head: bytes, payload_sha256: bytes, *,
-                      refers_to: str, refers_to_uri: str, refers_to_ts: str, ip: str | None = None,
+    def write_revisit(self, url: str, ts: str, http_head: bytes, payload_sha256: bytes, *, refers_to: str,
+                      refers_to_uri: str, refers_to_ts: str, ip: str | None = None,
                       record_id: str | None = None) -> Written:
-        fields = [("WARC-Target-URI", url), ("WARC-IP-Address", ip), ("WARC-Profile", REVISIT_PROFILE),
-                  ("WARC-Refers-To", refers_to), ("WARC-Refers-To-Target-URI", refers_to_uri),
-                  ("WARC-Refers-To-Date", warc_date(refers_to_ts))]
-        return self.write_record("revisit", fields, content_type="application/http; msgtype=response",
-                                 head=http_head, payload_digest=digests.label(payload_sha256), ts=ts,
-                                 record_id=record_id)
+        return self.append(build_revisit(url, ts, http_head, payload_sha256, refers_to=refers_to,
+                                         refers_to_uri=refers_to_uri, refers_to_ts=refers_to_ts, ip=ip,
+                                         record_id=record_id, level=self.level))
 
     def write_request(self, url: str, ts: str, http_head: bytes, *, concurrent_to: str,
                       ip: str | None = None) -> Written:
-        fields = [("WARC-Target-URI", url), ("WARC-IP-Address", ip), ("WARC-Concurrent-To", concurrent_to)]
-        return self.write_record("request", fields, content_type="application/http; msgtype=request",
-                                 head=http_head, ts=ts)
+        return self.append(build_request(url, ts, http_head, concurrent_to=concurrent_to, ip=ip, level=self.level))
 
     # -- durability ---------------------------------------------------------------------------
     def sync(self) -> None:

@@ -189,8 +189,8 @@ def test_gzip_raw_body_decodes_to_same_page(db, server):
 
 def test_large_bodies_stream_through_disk(db, server, monkeypatch):
     """Bodies past the in-memory limits are spooled to disk and compressed while writing."""
-    import app.services.capture as capture_mod
     import archive.fetcher as fetcher_mod
+    import archive.prepare as capture_mod
     from tests.capture_helpers import ref_tool, run
 
     monkeypatch.setattr(capture_mod, "PREPARE_MAX", 1000)

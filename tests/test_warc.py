@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+from pathlib import Path
 
 import pytest
 
@@ -149,24 +150,33 @@ def test_surt_matches_the_reference_library():
     assert [surt(u) for u in SURT_CASES] == json.loads(out.stdout)
 
 
-def test_prepared_block_gives_the_same_record(tmp_path):
-    """Compressing the payload ahead of time (in a fetch thread) must not change the record's bytes."""
+def test_spooled_payload_gives_the_same_record_and_redating_keeps_it_valid(tmp_path):
+    """A payload compressed through a spool file (large bodies) must give the same record as one
+    compressed in memory; re-dating a built record changes only its WARC-Date."""
     import zlib
 
-    from archive.warcwriter import prepare_block
+    from archive.warcwriter import build_response
 
     body = b"<tr><td>GLM</td><td>391.2</td></tr>\n" * 3000
     sha = hashlib.sha256(body).digest()
     rid = "<urn:uuid:00000000-0000-0000-0000-000000000002>"
-    with WarcWriter(tmp_path / "plain.warc.gz") as w:
-        a = w.write_response("http://example.org/", TS, HEAD, body, len(body), sha, record_id=rid)
-    with WarcWriter(tmp_path / "prep.warc.gz") as w:
-        b = w.write_response("http://example.org/", TS, HEAD, body, len(body), sha, record_id=rid,
-                             prepared=prepare_block(HEAD, body))
+    in_memory = build_response("http://example.org/", TS, HEAD, body, len(body), sha, record_id=rid)
+    spooled = build_response("http://example.org/", TS, HEAD, io.BytesIO(body), len(body), sha, record_id=rid,
+                             spool_dir=tmp_path)
+    assert spooled.payload_path and Path(spooled.payload_path).exists() and not in_memory.payload_path
+    with WarcWriter(tmp_path / "a.warc.gz") as w:
+        a = w.append(in_memory)
+        later = w.append(in_memory.at(bump(TS)))
+    with WarcWriter(tmp_path / "b.warc.gz") as w:
+        b = w.append(spooled)
+    assert not Path(spooled.payload_path).exists()  # the spool file is consumed by the append
     member = lambda p, r: p.read_bytes()[r.offset:r.offset + r.length]  # noqa: E731
-    assert zlib.decompress(member(tmp_path / "prep.warc.gz", b), 31) == \
-        zlib.decompress(member(tmp_path / "plain.warc.gz", a), 31)
-    assert a.block_digest == b.block_digest
-    rec = read_record(tmp_path / "prep.warc.gz", b.offset, b.length)
+    assert zlib.decompress(member(tmp_path / "b.warc.gz", b), 31) == zlib.decompress(member(tmp_path / "a.warc.gz", a), 31)
+    assert a.block_digest == b.block_digest == later.block_digest
+    rec = read_record(tmp_path / "b.warc.gz", b.offset, b.length)
     assert rec.ok and rec.payload == body
-    assert run(["gzip", "-t", str(tmp_path / "prep.warc.gz")]).returncode == 0
+    moved = read_record(tmp_path / "a.warc.gz", later.offset, later.length)
+    assert moved.ok and moved.payload == body and moved.header("WARC-Date") == warc_date(bump(TS))
+    assert run(["gzip", "-t", str(tmp_path / "a.warc.gz")]).returncode == 0
+    check = run([ref_tool("warcio"), "check", str(tmp_path / "a.warc.gz"), str(tmp_path / "b.warc.gz")])
+    assert check.returncode == 0, check.stdout

@@ -5,6 +5,7 @@ Domain errors (``app.errors.CaveatError``) become a one-line ``error: ...`` mess
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -25,8 +26,9 @@ class CaveatGroup(click.Group):
 
 @click.group(cls=CaveatGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="caveat")
+@click.option("-v", "--verbose", is_flag=True, help="Log what each step does (to stderr).")
 @click.pass_context
-def main(ctx: click.Context) -> None:
+def main(ctx: click.Context, verbose: bool = False) -> None:
     """Caveat archives LLM speed leaderboards as WARC, parses their claims, audits them and cites them.
 
     Settings come from CAVEAT_* environment variables (see docs/settings.md).
@@ -37,6 +39,9 @@ def main(ctx: click.Context) -> None:
     """
     if ctx.obj is None:
         ctx.obj = CliContext()
+    if verbose:
+        logging.basicConfig(level=logging.WARNING, format="%(name)s: %(message)s", stream=sys.stderr)
+        logging.getLogger("caveat").setLevel(logging.INFO)
 
 
 def _register() -> None:

@@ -18,20 +18,33 @@ def _result_line(r) -> str:
     return f"{r.status}  {r.size:,} B  {r.citation_id}  {r.url}{redirected}{kind}"
 
 
+def read_url_list(stream) -> list[str]:
+    """URLs one per line; blank lines and lines starting with ``#`` are skipped."""
+    return [line.strip() for line in stream if line.strip() and not line.lstrip().startswith("#")]
+
+
 @main.command()
-@click.argument("urls", nargs=-1, required=True)
+@click.argument("urls", nargs=-1)
+@click.option("-i", "--from-file", "url_file", type=click.File("r", encoding="utf-8"), default=None,
+              help="Also capture the URLs in this file, one per line ('#' starts a comment; '-' reads stdin).")
 @click.option("--source-id", type=int, default=None, help="Link the snapshots to this source id.")
 @click.pass_obj
-def capture(obj: CliContext, urls: tuple[str, ...], source_id: int | None) -> None:
+def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | None) -> None:
     """Archive each URL as WARC (request, response, every redirect hop) and index it.
 
-    Prints one line per URL: HTTP status, body size, citation id and URL. An unchanged page is
-    stored as a revisit record pointing at the earlier copy. Exits 1 if any URL failed.
+    Prints one line per URL as it is stored: HTTP status, body size, citation id and URL. An
+    unchanged page is stored as a revisit record pointing at the earlier copy. Exits 1 if any URL
+    failed. Captures of 32 URLs or more fetch and compress in worker processes
+    (CAVEAT_CAPTURE_PROCESSES).
 
     \b
-    Example:
+    Examples:
       caveat capture https://example.org/leaderboard https://example.org/notes
+      caveat capture --from-file boards.txt
     """
+    urls = list(urls) + (read_url_list(url_file) if url_file is not None else [])
+    if not urls:
+        raise click.UsageError("give at least one URL, or --from-file with URLs in it")
     from app.services.capture import capture_urls
 
     db = obj.database()
@@ -45,7 +58,7 @@ def capture(obj: CliContext, urls: tuple[str, ...], source_id: int | None) -> No
     def notice(message: str) -> None:
         click.echo(f"notice: {message}", err=True)
 
-    capture_urls(db, list(urls), source_id=source_id, progress=progress, notice=notice)
+    capture_urls(db, urls, source_id=source_id, progress=progress, notice=notice)
     if failed:
         click.echo(f"{failed} of {len(urls)} URL(s) failed; nothing was stored for them", err=True)
         sys.exit(1)

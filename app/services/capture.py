@@ -1,18 +1,19 @@
 """Capture URLs into WARC and index them: ``capture_urls(db, urls)``.
 
-Fetches run concurrently; one writer appends each URL's records (response or revisit, then request,
-for every redirect hop) and, per batch, fsyncs the file before the batch's ``snapshots`` rows
-commit. A URL that fails writes nothing. See docs/capture.md.
+Two stages. **Fetch** (threads, or for big captures worker processes): fetch a URL and every
+redirect hop with httpx, digest and compress each hop's response and request records
+(:func:`archive.warcwriter.build_response`). **Store** (one writer, this thread): per batch, decide
+what needs the database (a unique timestamp per URL, a ``revisit`` instead of a second copy of a
+payload already stored), append the finished records, fsync, then commit the batch's ``snapshots``
+rows. A URL that fails writes nothing. See docs/capture.md.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections import deque
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Callable
 
 from sqlalchemy import insert, select
@@ -21,18 +22,17 @@ from sqlalchemy.orm import Session
 from app.db import Database, chunked
 from app.models import Snapshot
 from app.services.warcfiles import WarcStore
-from archive import digests
 from archive.citeid import citation_id_for_record
-from archive.fetcher import Fetcher, FetchError, Hop, Limits
-from archive.surt import surt
-from archive.timestamps import bump, parse_ts17, ts17
-from archive.warcwriter import PreparedBlock, prepare_block
+from archive.fetcher import Limits
+from archive.prepare import FetchedHop, ProcessStage, ThreadStage
+from archive.timestamps import bump, parse_ts17
+from archive.warcwriter import build_revisit
 
 log = logging.getLogger("caveat.capture")
 BATCH = 64  # records of at most this many URLs share one fsync and one commit
 BATCH_WAIT = 0.5  # seconds a partial batch waits for slow fetches before it is stored anyway
-WORKERS = 8  # fetch threads (compression runs in them, outside the GIL)
-PREPARE_MAX = 1024 * 1024  # bodies up to this size are compressed in the fetch threads (bounded memory)
+WORKERS = 8  # concurrent fetches
+PROCESS_MIN_URLS = 32  # captures of at least this many URLs fetch in worker processes
 _COLUMNS = [c.key for c in Snapshot.__table__.columns if c.key != "id"]
 
 
@@ -61,87 +61,92 @@ def limits_for(settings) -> Limits:
                   allow_private=settings.allow_private_addresses, user_agent=settings.user_agent)
 
 
-@dataclass
-class _Fetched:
-    hop: Hop
-    payload: bytes | None = None  # the body, when small enough to hold in memory
-    prepared: PreparedBlock | None = None  # its compressed form, made in the fetch thread
+def spool_dir(settings) -> Path:
+    """Where large compressed payloads wait between the fetch and the writer (emptied by each capture)."""
+    return settings.warc_dir / ".spool"
 
 
-def _fetch(fetcher: Fetcher, url: str, level: int) -> tuple[list[_Fetched] | None, str | None]:
-    try:
-        return _fetch_and_prepare(fetcher, url, level), None
-    except FetchError as exc:
-        return None, exc.message
-    except Exception as exc:  # noqa: BLE001 - one bad URL must not stop the others
-        log.exception("unexpected error fetching %s", url)
-        return None, f"unexpected error: {type(exc).__name__}: {exc}"
+def default_processes(settings, n_urls: int, workers: int) -> int:
+    """Worker processes for a capture of ``n_urls`` URLs: none below PROCESS_MIN_URLS URLs (starting
+    processes costs more than it saves on a few), else ``CAVEAT_CAPTURE_PROCESSES`` (default: one per
+    concurrent fetch, ``workers``; 0 fetches in threads)."""
+    if n_urls < PROCESS_MIN_URLS:
+        return 0
+    wanted = settings.capture_processes
+    return workers if wanted is None else max(0, wanted)
 
 
-def _fetch_and_prepare(fetcher: Fetcher, url: str, level: int) -> list[_Fetched]:
-    """Fetch (with redirects), then compress each small body here, in the fetch thread."""
-    hops: list[Hop] = []
-    try:
-        hops = fetcher.fetch(url)
-        out = []
-        for hop in hops:
-            item = _Fetched(hop)
-            if hop.body_length <= PREPARE_MAX:
-                hop.body.seek(0)
-                item.payload = hop.body.read()
-                item.prepared = prepare_block(hop.stored_head(), item.payload, level)
-            out.append(item)
-        return out
-    except BaseException:
-        for hop in hops:
-            hop.close()
-        raise
+def _fetch_stage(settings, n_urls: int, workers: int, processes: int):
+    limits, level, spool = limits_for(settings), settings.warc_gzip_level, spool_dir(settings)
+    if processes > 0:
+        stage = ProcessStage(limits, level, spool, min(processes, n_urls))
+        log.info("fetching %d URL(s) in %d worker processes (%s)", n_urls, len(stage.workers), stage.start_method)
+        return stage
+    log.info("fetching %d URL(s) in %d thread(s)", n_urls, min(workers, n_urls))
+    return ThreadStage(limits, level, spool, min(workers, n_urls))
 
 
+# -- stage 2: store (one writer) ---------------------------------------------------------------------
 def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                  progress: Callable[[CaptureResult], None] | None = None,
-                 notice: Callable[[str], None] | None = None, workers: int = WORKERS) -> list[CaptureResult]:
+                 notice: Callable[[str], None] | None = None, workers: int = WORKERS,
+                 processes: int | None = None) -> list[CaptureResult]:
     """Capture each URL; returns one result per URL, in order. ``progress(result)`` is called as
-    each URL's rows commit; ``notice(message)`` hears about repairs (a torn tail truncated)."""
+    each URL's rows commit; ``notice(message)`` hears about repairs (a torn tail truncated).
+    ``workers`` fetches run at once; ``processes`` worker processes fetch and compress (default:
+    :func:`default_processes`; 0 fetches in threads of this process)."""
     results: list[CaptureResult | None] = [None] * len(urls)
     if not urls:
         return []
-    fetcher = Fetcher(limits_for(db.settings))
-    try:
-        with WarcStore(db, notice=notice) as store, ThreadPoolExecutor(max(1, min(workers, len(urls)))) as pool:
-            window = max(2 * workers, BATCH)
-            pending: deque = deque()
-            batch: list[tuple[int, list[_Fetched]]] = []
-            next_i = 0
+    if processes is None:
+        processes = default_processes(db.settings, len(urls), workers)
+    with WarcStore(db, notice=notice) as store:
+        spool = spool_dir(db.settings)
+        _empty_spool(spool)
+        stage = _fetch_stage(db.settings, len(urls), workers, processes)
+        batch: list[tuple[int, list[FetchedHop]]] = []
+        try:
+            window = max(BATCH, 2 * workers, getattr(stage, "capacity", 0))
+            next_i = in_flight = 0
             batch_started = 0.0
-            while next_i < len(urls) or pending:
-                while next_i < len(urls) and len(pending) < window:
-                    pending.append((next_i, pool.submit(_fetch, fetcher, urls[next_i], db.settings.warc_gzip_level)))
+            while next_i < len(urls) or in_flight:
+                while next_i < len(urls) and in_flight < window:
+                    stage.submit(next_i, urls[next_i])
                     next_i += 1
-                i, fut = pending.popleft()
-                if batch and not fut.done():
-                    # One fsync per batch: give slow fetches a moment, then store what is ready.
-                    try:
-                        fut.result(timeout=max(0.0, BATCH_WAIT - (time.monotonic() - batch_started)))
-                    except FutureTimeout:
-                        _store_batch(db, store, urls, batch, results, source_id, progress)
-                        batch = []
-                hops, error = fut.result()
-                if error is not None:
-                    results[i] = CaptureResult(url=urls[i], error=error)
-                    _tell(progress, results[i])
-                else:
+                    in_flight += 1
+                # One fsync per batch: a partial batch waits at most BATCH_WAIT for slow fetches.
+                wait_for = max(0.0, BATCH_WAIT - (time.monotonic() - batch_started)) if batch else None
+                finished = stage.done(wait_for)
+                for i, (hops, error) in finished:
+                    in_flight -= 1
+                    if error is not None:
+                        results[i] = CaptureResult(url=urls[i], error=error)
+                        _tell(progress, results[i])
+                        continue
                     if not batch:
                         batch_started = time.monotonic()
                     batch.append((i, hops))
-                if batch and (len(batch) >= BATCH or not pending):
+                if batch and (not finished or len(batch) >= BATCH or not in_flight):
                     _store_batch(db, store, urls, batch, results, source_id, progress)
                     batch = []
-            store.update_cdxj([snap for r in results if r is not None and r.snapshot is not None
-                               for snap in (*r.hops, r.snapshot)])
-    finally:
-        fetcher.close()
+        finally:
+            for _, hops in batch:
+                for hop in hops:
+                    hop.discard()
+            for hops, _ in stage.close():
+                for hop in hops or []:
+                    hop.discard()
+            _empty_spool(spool)
+        store.update_cdxj([snap for r in results if r is not None and r.snapshot is not None
+                           for snap in (*r.hops, r.snapshot)])
     return [r for r in results if r is not None]
+
+
+def _empty_spool(spool: Path) -> None:
+    """Remove spooled payloads left by an earlier capture that was killed (we hold the capture lock)."""
+    spool.mkdir(parents=True, exist_ok=True)
+    for leftover in spool.glob("record-*.deflate"):
+        leftover.unlink(missing_ok=True)
 
 
 def _tell(progress, result: CaptureResult) -> None:
@@ -149,61 +154,65 @@ def _tell(progress, result: CaptureResult) -> None:
         progress(result)
 
 
-def _store_batch(db: Database, store: WarcStore, urls: list[str], batch: list[tuple[int, list[_Fetched]]],
+def _store_batch(db: Database, store: WarcStore, urls: list[str], batch: list[tuple[int, list[FetchedHop]]],
                  results: list, source_id: int | None, progress) -> None:
     """Write every record of the batch, fsync, then commit its rows. On any failure the file is cut
     back to where the batch started and no row commits."""
+    batch = sorted(batch, key=lambda item: item[0])  # fetches finish in any order; records follow the URL list
     store.rotate_if_full()
     writer = store.writer
     start = writer.size
-    done: list[tuple[int, list[Snapshot], list[Hop]]] = []
+    done: list[tuple[int, list[dict], list[FetchedHop]]] = []
     try:
         with db.Session() as s:
-            planner = _Planner(s, [item.hop for _, items in batch for item in items])
-            for i, items in batch:
-                rows = [planner.write_hop(writer, item, source_id) for item in items]
-                done.append((i, rows, [item.hop for item in items]))
+            planner = _Planner(s, [hop for _, hops in batch for hop in hops], writer.level)
+            for i, hops in batch:
+                rows = [planner.write_hop(writer, hop, source_id) for hop in hops]
+                done.append((i, rows, hops))
             writer.sync()
-            planner.assign_citation_ids([r for _, rows, _ in done for r in rows])
-            saved = iter(planner.add_rows([r for _, rows, _ in done for r in rows]))
-            done = [(i, [next(saved) for _ in rows], hops) for i, rows, hops in done]
+            all_rows = [r for _, rows, _ in done for r in rows]
+            planner.assign_citation_ids(all_rows)
+            saved = iter(planner.add_rows(all_rows))
+            stored = [(i, [next(saved) for _ in rows], hops) for i, rows, hops in done]
             s.commit()
     except BaseException:
         writer.truncate(start)
         writer.sync()
         raise
     finally:
-        for _, items in batch:
-            for item in items:
-                item.hop.close()
-    for i, rows, hops in done:
+        for _, hops in batch:
+            for hop in hops:
+                hop.discard()  # spooled payloads not appended (appended ones are gone already)
+    for i, snaps, hops in stored:
         last = hops[-1]
         results[i] = CaptureResult(url=urls[i], final_url=last.url, status=last.status, size=last.body_length,
-                                   snapshot=rows[-1], hops=rows[:-1])
+                                   snapshot=snaps[-1], hops=snaps[:-1])
         _tell(progress, results[i])
 
 
 class _Planner:
     """Per-batch decisions that need the database: unique timestamps, revisit targets, citation ids.
-    Looks everything up for the whole batch at once."""
+    Looks everything up for the whole batch at once. Rows are plain dicts until they are inserted."""
 
-    def __init__(self, session: Session, hops: list[Hop]):
+    def __init__(self, session: Session, hops: list[FetchedHop], level: int):
         self.s = session
+        self.level = level
         urls = sorted({h.url for h in hops})
-        earliest = min((ts17(h.started_at) for h in hops), default="0")
-        self.deferred: list[tuple[Snapshot, Snapshot]] = []
+        earliest = min((h.ts for h in hops), default="0")
+        self.deferred: list[tuple[dict, dict]] = []  # (revisit row, row of this batch it refers to)
         self.used_ts: dict[str, set[str]] = {u: set() for u in urls}
         for chunk in chunked(urls):
             for url, ts in session.execute(select(Snapshot.url, Snapshot.timestamp)
                                            .where(Snapshot.url.in_(chunk), Snapshot.timestamp >= earliest)):
                 self.used_ts[url].add(ts)
-        self.originals: dict[str, Snapshot] = {}  # sha256 hex -> first response row with that payload
+        self.originals: dict[str, dict] = {}  # sha256 hex -> first response with that payload
         shas = sorted({h.sha256.hex() for h in hops if h.body_length > 0})
+        cols = (Snapshot.id, Snapshot.sha256, Snapshot.record_id, Snapshot.url, Snapshot.timestamp)
         for chunk in chunked(shas):
-            for row in session.scalars(select(Snapshot).where(Snapshot.sha256.in_(chunk),
-                                                              Snapshot.record_type == "response")
+            for row in session.execute(select(*cols).where(Snapshot.sha256.in_(chunk),
+                                                           Snapshot.record_type == "response")
                                        .order_by(Snapshot.id)):
-                self.originals.setdefault(row.sha256, row)
+                self.originals.setdefault(row.sha256, dict(row._mapping))
 
     def unique_ts(self, url: str, ts: str) -> str:
         used = self.used_ts.setdefault(url, set())
@@ -212,36 +221,39 @@ class _Planner:
         used.add(ts)
         return ts
 
-    def write_hop(self, writer, item: _Fetched, source_id: int | None) -> Snapshot:
-        hop = item.hop
-        ts = self.unique_ts(hop.url, ts17(hop.started_at))
+    def write_hop(self, writer, hop: FetchedHop, source_id: int | None) -> dict:
+        ts = self.unique_ts(hop.url, hop.ts)
         sha_hex = hop.sha256.hex()
-        head = hop.stored_head()
         original = self.originals.get(sha_hex) if hop.body_length > 0 else None
         if original is not None:
-            rec = writer.write_revisit(hop.url, ts, head, hop.sha256, refers_to=original.record_id,
-                                       refers_to_uri=original.url, refers_to_ts=original.timestamp, ip=hop.ip)
+            built = build_revisit(hop.url, ts, hop.response.head, hop.sha256, refers_to=original["record_id"],
+                                  refers_to_uri=original["url"], refers_to_ts=original["timestamp"], ip=hop.ip,
+                                  record_id=hop.response.record_id, level=self.level)
+            hop.response.discard()
         else:
-            rec = writer.write_response(hop.url, ts, head, item.payload if item.payload is not None else hop.body,
-                                        hop.body_length, hop.sha256, ip=hop.ip, prepared=item.prepared)
-        req = writer.write_request(hop.url, ts, hop.request_head, concurrent_to=rec.record_id, ip=hop.ip)
-        row = Snapshot(
-            url=hop.url, surt=surt(hop.url), timestamp=ts, captured_at=parse_ts17(ts), status=hop.status,
-            mime=hop.mime, record_type="revisit" if original is not None else "response",
+            built = hop.response.at(ts)
+        rec = writer.append(built)
+        req = writer.append(hop.request.at(ts))
+        row = dict(
+            url=hop.url, surt=hop.surt, timestamp=ts,
+            captured_at=hop.started_at.replace(microsecond=hop.started_at.microsecond // 1000 * 1000)
+            if ts == hop.ts else parse_ts17(ts),
+            status=hop.status, mime=hop.mime, record_type="revisit" if original is not None else "response",
             warc_file=writer.path.name, offset=rec.offset, length=rec.length, record_id=rec.record_id,
-            request_offset=req.offset, request_length=req.length, payload_digest=digests.label(hop.sha256),
+            request_offset=req.offset, request_length=req.length, payload_digest=rec.payload_digest,
             block_digest=rec.block_digest, sha256=sha_hex, payload_length=hop.body_length,
-            refers_to_id=original.id if original is not None else None,
-            refers_to_record_id=original.record_id if original is not None else None,
+            refers_to_id=original.get("id") if original is not None else None,
+            refers_to_record_id=original["record_id"] if original is not None else None,
             redirect_to=hop.location, origin="capture", source_id=source_id, fixity="unchecked",
+            citation_id=hop.citation_id,
         )
         if original is None and hop.body_length > 0:
             self.originals.setdefault(sha_hex, row)
-        if original is not None and original.id is None:  # refers to a row of this same batch
+        if original is not None and original.get("id") is None:  # refers to a row of this same batch
             self.deferred.append((row, original))
         return row
 
-    def add_rows(self, rows: list[Snapshot]) -> list[Snapshot]:
+    def add_rows(self, rows: list[dict]) -> list[Snapshot]:
         """Insert the rows in bulk (one INSERT .. RETURNING) and return the persisted objects in the same
         order; revisits of records from this same batch go in once those have ids."""
         later = {id(r) for r, _ in self.deferred}
@@ -249,23 +261,23 @@ class _Planner:
         saved = dict(zip(map(id, first), self._insert(first)))
         if self.deferred:
             for row, original in self.deferred:
-                row.refers_to_id = saved[id(original)].id
+                row["refers_to_id"] = saved[id(original)].id
             saved.update(zip((id(r) for r, _ in self.deferred), self._insert([r for r, _ in self.deferred])))
         return [saved[id(r)] for r in rows]
 
-    def _insert(self, rows: list[Snapshot]) -> list[Snapshot]:
+    def _insert(self, rows: list[dict]) -> list[Snapshot]:
         if not rows:
             return []
-        values = [{c: getattr(r, c) for c in _COLUMNS} for r in rows]
+        values = [{c: r.get(c) for c in _COLUMNS} for r in rows]
         # Matched back by WARC-Record-ID (unique): asking for parameter order makes SQLite insert row by row.
         by_record = {r.record_id: r for r in self.s.scalars(insert(Snapshot).returning(Snapshot), values)}
-        return [by_record[r.record_id] for r in rows]
+        return [by_record[r["record_id"]] for r in rows]
 
-    def assign_citation_ids(self, rows: list[Snapshot]) -> None:
+    def assign_citation_ids(self, rows: list[dict]) -> None:
         """Each row's citation id, derived from its WARC-Record-ID (so rebuilding the index from the WARC
         files gives the same ids); on the (rare) clash the next candidate for that record is taken."""
         attempts = {id(r): 0 for r in rows}
-        wanted = {id(r): citation_id_for_record(r.record_id) for r in rows}
+        wanted = {id(r): r["citation_id"] or citation_id_for_record(r["record_id"]) for r in rows}
         while True:
             values = list(wanted.values())
             taken = set(self.s.scalars(select(Snapshot.citation_id).where(Snapshot.citation_id.in_(values))))
@@ -276,8 +288,6 @@ class _Planner:
             for r in rows:
                 if id(r) in clash:
                     attempts[id(r)] += 1
-                    wanted[id(r)] = citation_id_for_record(r.record_id, attempts[id(r)])
+                    wanted[id(r)] = citation_id_for_record(r["record_id"], attempts[id(r)])
         for r in rows:
-            r.citation_id = wanted[id(r)]
-
-
+            r["citation_id"] = wanted[id(r)]

@@ -27,6 +27,7 @@ from archive.importer import Scanned, scan_warc, warc_date_to_ts
 from archive.reader import WarcRecord
 from archive.surt import surt
 from archive.timestamps import bump, parse_ts17
+from archive.warcwriter import build_record
 
 KEEP_FIELDS = ("WARC-Target-URI", "WARC-IP-Address", "WARC-Profile", "WARC-Refers-To",
                "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date", "WARC-Truncated", "WARC-Identified-Payload-Type")
@@ -111,9 +112,9 @@ class _Importer:
             sha_hex = hashlib.sha256(rec.payload).hexdigest()
         ts = self.unique_ts(url, ts)
         fields = [(k, url if k == "WARC-Target-URI" else rec.header(k)) for k in KEEP_FIELDS if rec.header(k)]
-        written = self.w.write_record(rec.warc_type, fields, content_type=rec.header("Content-Type"),
-                                      head=rec.block, payload_digest=digests.label(bytes.fromhex(sha_hex)),
-                                      ts=ts, record_id=rid or None)
+        written = self.w.append(build_record(rec.warc_type, fields, content_type=rec.header("Content-Type"),
+                                             head=rec.block, payload_digest=digests.label(bytes.fromhex(sha_hex)),
+                                             ts=ts, record_id=rid or None, level=self.w.level))
         row = Snapshot(
             citation_id="", url=url, surt=surt(url), timestamp=ts, captured_at=parse_ts17(ts),
             status=rec.http_status, mime=_mime(rec), record_type=rec.warc_type, warc_file=self.w.path.name,
