@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import ipaddress
 import socket
 import ssl
@@ -96,6 +97,24 @@ def _peer_address(response: httpx.Response) -> tuple | None:
         return None
 
 
+def stored_head(http_version: str, status: int, reason: str, headers: list[tuple[str, str]], length: int) -> bytes:
+    """The HTTP head a response record stores: see :meth:`Hop.stored_head`."""
+    lines = [f"{http_version} {status} {reason}".rstrip()]
+    length_done = False
+    for k, v in headers:
+        low = k.lower()
+        if low == "transfer-encoding":
+            continue
+        if low == "content-length":
+            if length_done:
+                continue
+            v, length_done = str(length), True
+        lines.append(f"{k}: {v}")
+    if not length_done:
+        lines.append(f"Content-Length: {length}")
+    return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+
+
 @dataclass
 class Hop:
     url: str
@@ -110,6 +129,7 @@ class Hop:
     sha256: bytes
     ip: str | None = None
     location: str | None = None
+    block_sha256: bytes | None = None  # sha256 of stored_head() + body, when it could be taken while streaming
 
     def header(self, name: str) -> str | None:
         name = name.lower()
@@ -123,20 +143,14 @@ class Hop:
     def stored_head(self) -> bytes:
         """Status line and headers as received, minus ``Transfer-Encoding`` (the body is stored
         de-chunked) and with ``Content-Length`` set to the number of body bytes stored."""
-        lines = [f"{self.http_version} {self.status} {self.reason}".rstrip()]
-        length_done = False
-        for k, v in self.headers:
-            low = k.lower()
-            if low == "transfer-encoding":
-                continue
-            if low == "content-length":
-                if length_done:
-                    continue
-                v, length_done = str(self.body_length), True
-            lines.append(f"{k}: {v}")
-        if not length_done:
-            lines.append(f"Content-Length: {self.body_length}")
-        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1", "replace")
+        return stored_head(self.http_version, self.status, self.reason, self.headers, self.body_length)
+
+    def payload(self) -> bytes:
+        """The body as bytes (no copy when it was kept in memory)."""
+        if isinstance(self.body, io.BytesIO):
+            return self.body.getvalue()
+        self.body.seek(0)
+        return self.body.read()
 
     def close(self) -> None:
         self.body.close()
@@ -203,6 +217,37 @@ class Fetcher:
         if not parts.hostname:
             raise FetchError(url, "the URL has no host name", "scheme")
 
+    def _read_body(self, url: str, r: httpx.Response, block) -> tuple[BinaryIO, int, bytes]:
+        """Stream the raw body: in memory up to SPOOL_IN_MEMORY bytes, then in a temporary file;
+        sha256 of the payload (and ``block``, if given) on the way; the size limit enforced."""
+        limit = self.limits.max_body_bytes
+        digest = hashlib.sha256()
+        chunks: list[bytes] = []
+        spool: BinaryIO | None = None
+        size = 0
+        try:
+            for chunk in r.iter_raw(CHUNK):
+                size += len(chunk)
+                if size > limit:
+                    raise FetchError(url, f"the body passed the limit of {limit:,} bytes while streaming; raise "
+                                     "CAVEAT_MAX_BODY_BYTES to store it", "size")
+                digest.update(chunk)
+                if block is not None:
+                    block.update(chunk)
+                if spool is not None:
+                    spool.write(chunk)
+                    continue
+                chunks.append(chunk)
+                if size > SPOOL_IN_MEMORY:
+                    spool = tempfile.TemporaryFile()
+                    spool.writelines(chunks)
+                    chunks = []
+        except BaseException:
+            if spool is not None:
+                spool.close()
+            raise
+        return (spool if spool is not None else io.BytesIO(b"".join(chunks))), size, digest.digest()
+
     def _fetch_one(self, url: str) -> Hop:
         self._check_url(url)
         lim = self.limits
@@ -214,36 +259,30 @@ class Fetcher:
                 if declared and declared.strip().isdigit() and int(declared) > lim.max_body_bytes:
                     raise FetchError(url, f"the body is {int(declared):,} bytes, over the limit of "
                                      f"{lim.max_body_bytes:,}; raise CAVEAT_MAX_BODY_BYTES to store it", "size")
-                spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_IN_MEMORY)
-                try:
-                    digest = hashlib.sha256()
-                    size = 0
-                    for chunk in r.iter_raw(CHUNK):
-                        size += len(chunk)
-                        if size > lim.max_body_bytes:
-                            raise FetchError(url, f"the body passed the limit of {lim.max_body_bytes:,} bytes "
-                                             "while streaming; raise CAVEAT_MAX_BODY_BYTES to store it", "size")
-                        digest.update(chunk)
-                        spool.write(chunk)
-                except BaseException:
-                    spool.close()
-                    raise
+                reason = r.extensions.get("reason_phrase", b"")
+                reason = reason.decode("latin-1") if isinstance(reason, bytes) else str(reason)
+                version = r.http_version or "HTTP/1.1"
+                headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in r.headers.raw]
+                # With a Content-Length the stored head is known now: take the block digest on the way.
+                expected = int(declared) if declared and declared.strip().isdigit() else None
+                block = (hashlib.sha256(stored_head(version, r.status_code, reason, headers, expected))
+                         if expected is not None else None)
+                body, size, digest = self._read_body(url, r, block)
+                if expected is not None and size != expected:
+                    block = None  # the server sent another length than it declared: digest it later
                 req = r.request
                 target = req.url.raw_path.decode("ascii")
                 req_lines = [f"GET {target} HTTP/1.1"]
                 req_lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in req.headers.raw]
                 location = r.headers.get("location") if r.status_code in REDIRECTS else None
-                reason = r.extensions.get("reason_phrase", b"")
                 return Hop(
                     url=url, started_at=started,
                     request_head=("\r\n".join(req_lines) + "\r\n\r\n").encode("latin-1"),
-                    status=r.status_code,
-                    reason=reason.decode("latin-1") if isinstance(reason, bytes) else str(reason),
-                    http_version=r.http_version or "HTTP/1.1",
-                    headers=[(k.decode("latin-1"), v.decode("latin-1")) for k, v in r.headers.raw],
-                    body=spool, body_length=size, sha256=digest.digest(),
+                    status=r.status_code, reason=reason, http_version=version, headers=headers,
+                    body=body, body_length=size, sha256=digest,
                     ip=addr[0] if addr else None,
                     location=urljoin(url, location) if location else None,
+                    block_sha256=block.digest() if block is not None else None,
                 )
         except FetchError as exc:
             if exc.url != url and exc.kind in ("address", "dns"):

@@ -78,12 +78,9 @@ class Preparer:
         try:
             for hop in hops:
                 ts = ts17(hop.started_at)
-                body = hop.body
-                if hop.body_length <= self.prepare_max:
-                    body.seek(0)
-                    body = body.read()
+                body = hop.payload() if hop.body_length <= self.prepare_max else hop.body
                 resp = build_response(hop.url, ts, hop.stored_head(), body, hop.body_length, hop.sha256, ip=hop.ip,
-                                      level=self.level, spool_dir=self.spool)
+                                      level=self.level, spool_dir=self.spool, block_sha256=hop.block_sha256)
                 try:
                     req = build_request(hop.url, ts, hop.request_head, concurrent_to=resp.record_id, ip=hop.ip,
                                         level=self.level)

@@ -143,11 +143,12 @@ class BuiltRecord:
 def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, content_type: str | None, ts: str,
                  head: bytes = b"", payload: BinaryIO | bytes | None = None, payload_length: int = 0,
                  payload_digest: str | None = None, record_id: str | None = None, level: int = 6,
-                 spool_dir: Path | str | None = None) -> BuiltRecord:
+                 spool_dir: Path | str | None = None, block_sha256: bytes | None = None) -> BuiltRecord:
     """Digest and compress one record whose block is ``head`` followed by ``payload``.
 
     ``payload`` may be bytes (compressed in memory) or a binary file of ``payload_length`` bytes; a
-    file is compressed in chunks into a temporary file in ``spool_dir`` (memory stays bounded)."""
+    file is compressed in chunks into a temporary file in ``spool_dir`` (memory stays bounded).
+    ``block_sha256``: the block's sha256 when the caller already took it (while the bytes streamed in)."""
     level = max(0, min(9, int(level)))
     record_id = record_id or new_record_id()
     block = hashlib.sha256(head)
@@ -158,7 +159,8 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
         payload = bytes(payload)
         if len(payload) != payload_length:
             raise ValueError(f"payload is {len(payload)} bytes, not the {payload_length} declared")
-        block.update(payload)
+        if block_sha256 is None:
+            block.update(payload)
         crc = _deflate.crc32(payload)
         seg = _segment(payload, level) if payload else b""
         seg_length = len(seg)
@@ -171,7 +173,8 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
                 payload.seek(0)
                 while chunk := payload.read(CHUNK):
                     seen += len(chunk)
-                    block.update(chunk)
+                    if block_sha256 is None:
+                        block.update(chunk)
                     crc = _deflate.crc32(chunk, crc)
                     out.write(comp.compress(chunk))
                 out.write(comp.flush(_deflate.Z_SYNC_FLUSH))
@@ -187,7 +190,8 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
         seg_length = 0
     rec = BuiltRecord(warc_type=warc_type, record_id=record_id, ts=ts,
                       fields=tuple((k, v) for k, v in fields if v is not None), content_type=content_type,
-                      head=head, block_digest=digests.label(block.digest()), payload_digest=payload_digest,
+                      head=head, block_digest=digests.label(block_sha256 or block.digest()),
+                      payload_digest=payload_digest,
                       payload_length=payload_length, payload_crc=crc, payload=seg, payload_path=path,
                       payload_deflated_length=seg_length, level=level)
     prefix = rec.warc_header() + head
@@ -197,11 +201,11 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
 # -- the record kinds Caveat writes -----------------------------------------------------------------
 def build_response(url: str, ts: str, http_head: bytes, payload: BinaryIO | bytes | None, payload_length: int,
                    payload_sha256: bytes, *, ip: str | None = None, record_id: str | None = None, level: int = 6,
-                   spool_dir: Path | str | None = None) -> BuiltRecord:
+                   spool_dir: Path | str | None = None, block_sha256: bytes | None = None) -> BuiltRecord:
     return build_record("response", [("WARC-Target-URI", url), ("WARC-IP-Address", ip)],
                         content_type=RESPONSE_TYPE, ts=ts, head=http_head, payload=payload,
                         payload_length=payload_length, payload_digest=digests.label(payload_sha256),
-                        record_id=record_id, level=level, spool_dir=spool_dir)
+                        record_id=record_id, level=level, spool_dir=spool_dir, block_sha256=block_sha256)
 
 
 def build_revisit(url: str, ts: str, http_head: bytes, payload_sha256: bytes, *, refers_to: str, refers_to_uri: str,

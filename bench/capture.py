@@ -69,7 +69,7 @@ def serve(pages: int, port_queue) -> None:
     asyncio.run(main())
 
 
-def run_ours(urls: list[str], workdir: Path, workers: int) -> tuple[float, int]:
+def run_ours(urls: list[str], workdir: Path, workers: int, processes: int | None) -> tuple[float, int]:
     from app.config import Settings
     from app.db import Database
     from app.services.capture import capture_urls
@@ -80,7 +80,7 @@ def run_ours(urls: list[str], workdir: Path, workers: int) -> tuple[float, int]:
     capture_urls(db, urls[:5])  # warm-up: imports, connection pool, first file (not timed)
     before = sum(f.stat().st_size for f in settings.warc_dir.glob("*.warc.gz"))
     t0 = time.perf_counter()
-    results = capture_urls(db, urls[5:], workers=workers)
+    results = capture_urls(db, urls[5:], workers=workers, processes=processes)
     elapsed = time.perf_counter() - t0
     bad = [r for r in results if r.error]
     if bad:
@@ -112,7 +112,9 @@ def run_peer(pages: list[bytes], urls: list[str], workdir: Path) -> tuple[float,
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=1000)
-    ap.add_argument("--workers", type=int, default=8, help="fetch threads (capture_urls default: 8)")
+    ap.add_argument("--workers", type=int, default=8, help="concurrent fetches (capture_urls default: 8)")
+    ap.add_argument("--processes", type=int, default=None,
+                    help="worker processes (default: as `caveat capture`, one per concurrent fetch; 0: threads)")
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
@@ -123,7 +125,7 @@ def main() -> None:
         urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(args.pages + 5)]
         pages = [make_page(i) for i in range(5, args.pages + 5)]
         with tempfile.TemporaryDirectory() as tmp:
-            ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers)
+            ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers, args.processes)
             peer_rate, peer_size = run_peer(pages, urls[5:], Path(tmp))
     finally:
         server.terminate()
