@@ -25,7 +25,6 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
-CHUNK = 64 * 1024
 SPOOL_IN_MEMORY = 1024 * 1024
 REDIRECTS = {301, 302, 303, 307, 308}
 
@@ -169,26 +168,31 @@ class Limits:
 
 @dataclass
 class Fetcher:
-    """One shared, thread-safe httpx client with the address guard installed."""
+    """One shared, thread-safe httpx transport (connection pool) with the address guard installed.
+
+    Requests go straight to the transport (``httpx.HTTPTransport.handle_request``): Caveat follows
+    redirects itself, reads raw bytes and keeps no cookies, so the ``httpx.Client`` layer above it
+    would only add work. Every fetch is what a first-time visitor gets; ``Set-Cookie`` headers are
+    archived as received but never sent back."""
 
     limits: Limits
-    client: httpx.Client = field(init=False)
+    transport: httpx.HTTPTransport = field(init=False)
 
     def __post_init__(self):
         lim = self.limits
-        transport = httpx.HTTPTransport(retries=0, verify=ssl_context())
-        pool = transport._pool  # httpx exposes no hook for the network backend; set it on the pool
+        self.transport = httpx.HTTPTransport(retries=0, verify=ssl_context())
+        pool = self.transport._pool  # httpx exposes no hook for the network backend; set it on the pool
         if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
             raise RuntimeError("httpx transport layout changed: cannot install the address guard")
         pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check)
-        timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
-                                pool=lim.connect_timeout)
-        self.client = httpx.Client(transport=transport, timeout=timeout, follow_redirects=False, trust_env=False,
-                                   # only codings our reader, pywb and browsers all undo
-                                   headers={"User-Agent": lim.user_agent, "Accept-Encoding": "gzip, deflate"})
+        self.timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
+                                     pool=lim.connect_timeout).as_dict()
+        # what httpx.Client would send, with only the codings our reader, pywb and browsers all undo
+        self.headers = [("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate"), ("Connection", "keep-alive"),
+                        ("User-Agent", lim.user_agent)]
 
     def close(self) -> None:
-        self.client.close()
+        self.transport.close()
 
     def fetch(self, url: str) -> list[Hop]:
         """Fetch ``url`` and every redirect after it; on error, close what was fetched and raise."""
@@ -226,7 +230,7 @@ class Fetcher:
         spool: BinaryIO | None = None
         size = 0
         try:
-            for chunk in r.iter_raw(CHUNK):
+            for chunk in r.iter_raw():
                 size += len(chunk)
                 if size > limit:
                     raise FetchError(url, f"the body passed the limit of {limit:,} bytes while streaming; raise "
@@ -253,7 +257,9 @@ class Fetcher:
         lim = self.limits
         started = datetime.now(timezone.utc)
         try:
-            with self.client.stream("GET", url) as r:
+            req = httpx.Request("GET", url, headers=self.headers, extensions={"timeout": self.timeout})
+            r = self.transport.handle_request(req)
+            try:
                 addr = _peer_address(r)  # now: a connection-close response has no socket after the body
                 declared = r.headers.get("content-length")
                 if declared and declared.strip().isdigit() and int(declared) > lim.max_body_bytes:
@@ -270,7 +276,6 @@ class Fetcher:
                 body, size, digest = self._read_body(url, r, block)
                 if expected is not None and size != expected:
                     block = None  # the server sent another length than it declared: digest it later
-                req = r.request
                 target = req.url.raw_path.decode("ascii")
                 req_lines = [f"GET {target} HTTP/1.1"]
                 req_lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in req.headers.raw]
@@ -284,6 +289,8 @@ class Fetcher:
                     location=urljoin(url, location) if location else None,
                     block_sha256=block.digest() if block is not None else None,
                 )
+            finally:
+                r.close()
         except FetchError as exc:
             if exc.url != url and exc.kind in ("address", "dns"):
                 raise FetchError(url, exc.message, exc.kind) from None

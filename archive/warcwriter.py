@@ -82,6 +82,14 @@ def _segment(data: bytes, level: int) -> bytes:
     return comp.compress(data) + comp.flush(_deflate.Z_SYNC_FLUSH)
 
 
+def _warc_header(warc_type: str, record_id: str, ts: str, fields: tuple[tuple[str, str], ...], block_digest: str,
+                 payload_digest: str | None, content_type: str | None, content_length: int) -> bytes:
+    extra = [("WARC-Block-Digest", block_digest)]
+    if payload_digest:
+        extra.append(("WARC-Payload-Digest", payload_digest))
+    return record_header(warc_type, record_id, ts, [*fields, *extra], content_type, content_length)
+
+
 @dataclass(frozen=True)
 class BuiltRecord:
     """One record, compressed and digested, not yet in any file. The payload's deflate segment is
@@ -107,11 +115,8 @@ class BuiltRecord:
     prefix_length: int = 0
 
     def warc_header(self, ts: str | None = None) -> bytes:
-        fields = list(self.fields) + [("WARC-Block-Digest", self.block_digest)]
-        if self.payload_digest:
-            fields.append(("WARC-Payload-Digest", self.payload_digest))
-        return record_header(self.warc_type, self.record_id, ts or self.ts, fields, self.content_type,
-                             len(self.head) + self.payload_length)
+        return _warc_header(self.warc_type, self.record_id, ts or self.ts, self.fields, self.block_digest,
+                            self.payload_digest, self.content_type, len(self.head) + self.payload_length)
 
     def at(self, ts: str) -> "BuiltRecord":
         """The same record dated ``ts`` (only its small header part is compressed again)."""
@@ -188,14 +193,15 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
         if payload_length:
             raise ValueError("payload_length given without a payload")
         seg_length = 0
-    rec = BuiltRecord(warc_type=warc_type, record_id=record_id, ts=ts,
-                      fields=tuple((k, v) for k, v in fields if v is not None), content_type=content_type,
-                      head=head, block_digest=digests.label(block_sha256 or block.digest()),
-                      payload_digest=payload_digest,
-                      payload_length=payload_length, payload_crc=crc, payload=seg, payload_path=path,
-                      payload_deflated_length=seg_length, level=level)
-    prefix = rec.warc_header() + head
-    return replace(rec, prefix=_segment(prefix, level), prefix_crc=zlib.crc32(prefix), prefix_length=len(prefix))
+    kept = tuple((k, v) for k, v in fields if v is not None)
+    block_digest = digests.label(block_sha256 or block.digest())
+    prefix = _warc_header(warc_type, record_id, ts, kept, block_digest, payload_digest, content_type,
+                          len(head) + payload_length) + head
+    return BuiltRecord(warc_type=warc_type, record_id=record_id, ts=ts, fields=kept, content_type=content_type,
+                       head=head, block_digest=block_digest, payload_digest=payload_digest,
+                       payload_length=payload_length, payload_crc=crc, payload=seg, payload_path=path,
+                       payload_deflated_length=seg_length, level=level, prefix=_segment(prefix, level),
+                       prefix_crc=zlib.crc32(prefix), prefix_length=len(prefix))
 
 
 # -- the record kinds Caveat writes -----------------------------------------------------------------

@@ -41,7 +41,22 @@ def test_capture_stores_plain_page_and_reads_it_back(backend_db, server):
     req = read_record(backend_db.settings.warc_dir / snap.warc_file, snap.request_offset, snap.request_length)
     assert req.warc_type == "request" and req.header("WARC-Concurrent-To") == snap.record_id
     assert "Caveat/" in req.http_header("User-Agent")
-    assert "Caveat/" in server.requests[-1]["headers"]["User-Agent"]
+    sent = server.requests[-1]["headers"]
+    assert "Caveat/" in sent["User-Agent"] and sent["Accept-Encoding"] == "gzip, deflate"
+    # the request record holds the headers as they went out
+    assert {k: req.http_header(k) for k in sent} == sent
+
+
+def test_cookies_are_archived_but_never_sent_back(db, server):
+    """Every capture is what a first-time visitor gets, whatever was fetched before it."""
+    first = server.route("/sets-cookie", PAGE, headers=[("Set-Cookie", "session=abc123; Path=/")])
+    then = server.route("/after", PAGE + "after")
+    redirect = server.route("/login", b"", status=302,
+                            headers=[("Set-Cookie", "seen=1; Path=/"), ("Location", then)])
+    results = capture_urls(db, [first, then, redirect])
+    assert [r.error for r in results] == [None, None, None]
+    assert load_record(db.settings, results[0].snapshot).header("Set-Cookie") == "session=abc123; Path=/"
+    assert all("Cookie" not in r["headers"] for r in server.requests)
 
 
 def test_gzip_page_is_stored_as_transferred(db, server):
