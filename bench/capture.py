@@ -1,11 +1,14 @@
 """Capture speed: 1,000 distinct 100 KB HTML-like pages from 127.0.0.1, end to end, against warcio.
 
-Ours: ``capture_urls`` (fetch, write .warc.gz, fsync, index rows, CDXJ) on a fresh SQLite database.
+Ours: ``capture_urls`` (fetch, write .warc.gz, fsync, index rows, CDXJ) on a fresh SQLite database,
+as ``caveat capture`` runs it: 1,000 URLs, so 8 worker processes fetch and compress (started inside
+the timed part) and this process writes, fsyncs and indexes.
 Peer: warcio's ``WARCWriter`` with its defaults (gzip level 9, sha1 digests) writing response records
 with the same payloads and headers to one file, then fsync - writing only, no fetching.
 
     .venv/bin/python bench/capture.py            # 1,000 pages
     .venv/bin/python bench/capture.py --pages 200
+    .venv/bin/python bench/capture.py --processes 0   # fetch in threads instead
 """
 
 from __future__ import annotations
