@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import multiprocessing
+import os
 import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
@@ -136,8 +137,29 @@ class ThreadStage:
         return left
 
 
-def _worker_main(conn, limits: Limits, level: int, spool: Path, prepare_max: int) -> None:
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when the process that started it dies (even by SIGKILL), so
+    no worker outlives a killed capture still holding its inherited files and lock."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+    except (OSError, AttributeError):  # pragma: no cover - not Linux; the closed pipe still ends us
+        return
+    if parent_pid > 0 and os.getppid() != parent_pid:  # the parent died before the request took effect
+        os._exit(1)
+
+
+def _worker_main(conn, limits: Limits, level: int, spool: Path, prepare_max: int, parent_pid: int,
+                 inherited: list[int]) -> None:
     """A worker process: fetch each ``(i, url)`` that arrives on ``conn``, send back ``(i, result)``."""
+    _die_with_parent(parent_pid)
+    for fd in inherited:  # other workers' pipe ends, inherited through fork: their EOF must not wait for us
+        try:
+            os.close(fd)
+        except OSError:
+            pass
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent handles Ctrl-C and closes the pipe
     preparer = Preparer(limits, level, spool, prepare_max)
     try:
@@ -186,8 +208,11 @@ class ProcessStage:
         try:
             for _ in range(max(1, processes)):
                 parent, child = ctx.Pipe()
-                proc = ctx.Process(target=_worker_main, args=(child, limits, level, spool, PREPARE_MAX), daemon=True,
-                                   name="caveat-fetch")
+                inherited = [c.fileno() for _, c in self.workers] if self.start_method == "fork" else []
+                # the parent of a forkserver worker is the fork server, which exits when this process does
+                parent_pid = os.getpid() if self.start_method == "fork" else -1
+                proc = ctx.Process(target=_worker_main, daemon=True, name="caveat-fetch",
+                                   args=(child, limits, level, spool, PREPARE_MAX, parent_pid, inherited))
                 proc.start()
                 child.close()
                 self.workers.append((proc, parent))

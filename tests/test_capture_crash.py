@@ -92,3 +92,55 @@ def test_sigkill_mid_capture_loses_nothing_indexed(db, server):
     verify = _caveat(settings, "verify")
     out, err = verify.communicate(timeout=60)
     assert verify.returncode == 0, out.decode() + err.decode()
+
+
+def _processes_with(marker: str) -> list[int]:
+    """PIDs whose command line mentions ``marker`` (forked workers keep their parent's command line)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/cmdline", "rb") as f:
+                    if marker.encode() in f.read():
+                        found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def test_sigkill_of_a_capture_with_worker_processes(db, server, tmp_path):
+    """Killing the writer of a big capture: its workers exit, nothing indexed is lost, the next run repairs."""
+    settings = db.settings
+    body = _body(99)[:400_000]
+    urls = [server.route(f"/w{i}", body + b"%d" % i, delay=0.02 * (i % 4)) for i in range(48)]
+    listing = tmp_path / "kill-me-urls.txt"
+    listing.write_text("\n".join(urls))
+    start = _newest_size(settings)
+    proc = _caveat(settings, "capture", "--from-file", str(listing))
+    deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline and _newest_size(settings) - start < 1_500_000:
+        time.sleep(0.002)
+    assert proc.poll() is None, "capture finished before the kill point"
+    assert len(_processes_with(str(listing))) > 1  # the writer and its workers
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(10)
+    deadline = time.time() + 30
+    while _processes_with(str(listing)) and time.time() < deadline:
+        time.sleep(0.1)
+    left = _processes_with(str(listing))
+    assert left == [], ("worker processes outlived the killed capture",
+                        [open(f"/proc/{p}/stat").read()[:80] for p in left])
+    stored = _check_index_reads_back(db)  # whole batches only (maybe none yet)
+    assert stored < len(urls)
+
+    nxt = _caveat(settings, "capture", server.route("/after-workers", "<p>after</p>"))
+    out, err = nxt.communicate(timeout=60)
+    assert nxt.returncode == 0, err.decode()
+    assert "torn tail repaired" in err.decode()  # the killed batch's records, written but never indexed
+    assert not [p for p in (settings.warc_dir / ".spool").iterdir()]
+    check = run([ref_tool("warcio"), "check", *map(str, warc_files(settings))])
+    assert check.returncode == 0, check.stdout
+    assert _check_index_reads_back(db) == stored + 1
+    verify = _caveat(settings, "verify")
+    out, err = verify.communicate(timeout=60)
+    assert verify.returncode == 0, out.decode() + err.decode()
