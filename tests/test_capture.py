@@ -141,6 +141,33 @@ def test_slow_response_times_out_cleanly(db, server):
     assert results[1].error is None and count_rows(db) == 1
 
 
+def test_connect_timeout_is_reported_cleanly(db, server):
+    """A host that never completes the TCP handshake: a listening socket whose accept queue is full
+    (backlog 0, one connection already waiting, never accepted) drops further SYNs."""
+    import socket
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    port = listener.getsockname()[1]
+    fillers = []
+    for _ in range(2):
+        c = socket.socket()
+        c.setblocking(False)
+        c.connect_ex(("127.0.0.1", port))
+        fillers.append(c)
+    try:
+        fast = server.route("/fast-too", PAGE)
+        results = capture_urls(db_with(db.settings, connect_timeout=0.5), [f"http://127.0.0.1:{port}/", fast])
+    finally:
+        for c in fillers:
+            c.close()
+        listener.close()
+    assert results[0].error and "no connection within 0.5 s" in results[0].error
+    assert "CAVEAT_CONNECT_TIMEOUT" in results[0].error
+    assert results[1].error is None and count_rows(db) == 1
+
+
 def test_recapture_writes_revisit_with_unique_timestamps(backend_db, server):
     url = server.route("/same", PAGE)
     results = capture_urls(backend_db, [url, url, url])
