@@ -9,12 +9,14 @@ with the same payloads and headers to one file, then fsync - writing only, no fe
     .venv/bin/python bench/capture.py            # 1,000 pages
     .venv/bin/python bench/capture.py --pages 200
     .venv/bin/python bench/capture.py --processes 0   # fetch in threads instead
+    .venv/bin/python bench/capture.py --postgres postgresql+psycopg2://postgres@127.0.0.1:5432/test
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import io
 import multiprocessing
 import os
@@ -72,12 +74,13 @@ def serve(pages: int, port_queue) -> None:
     asyncio.run(main())
 
 
-def run_ours(urls: list[str], workdir: Path, workers: int, processes: int | None) -> tuple[float, int]:
+def run_ours(urls: list[str], workdir: Path, workers: int, processes: int | None,
+             database_url: str | None = None) -> tuple[float, int]:
     from app.config import Settings
     from app.db import Database
     from app.services.capture import capture_urls
 
-    settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True)
+    settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True, database_url=database_url)
     db = Database(settings)
     db.upgrade()
     capture_urls(db, urls[:5])  # warm-up: imports, connection pool, first file (not timed)
@@ -112,12 +115,37 @@ def run_peer(pages: list[bytes], urls: list[str], workdir: Path) -> tuple[float,
     return len(pages) / elapsed, path.stat().st_size
 
 
+@contextlib.contextmanager
+def temporary_database(server_url: str | None):
+    """None for the default SQLite file, or the URL of a fresh PostgreSQL database dropped afterwards."""
+    if not server_url:
+        yield None
+        return
+    from sqlalchemy import create_engine, make_url, text
+
+    name = f"caveat_bench_{os.getpid()}"
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                              "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name})
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+        admin.dispose()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--pages", type=int, default=1000)
     ap.add_argument("--workers", type=int, default=8, help="concurrent fetches (capture_urls default: 8)")
     ap.add_argument("--processes", type=int, default=None,
                     help="worker processes (default: as `caveat capture`, one per concurrent fetch; 0: threads)")
+    ap.add_argument("--postgres", metavar="URL", default=None,
+                    help="index in a fresh, temporary database on this PostgreSQL server instead of SQLite "
+                    "(e.g. postgresql+psycopg2://postgres@127.0.0.1:5432/test)")
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
@@ -127,12 +155,13 @@ def main() -> None:
     try:
         urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(args.pages + 5)]
         pages = [make_page(i) for i in range(5, args.pages + 5)]
-        with tempfile.TemporaryDirectory() as tmp:
-            ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers, args.processes)
+        with tempfile.TemporaryDirectory() as tmp, temporary_database(args.postgres) as database_url:
+            ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers, args.processes, database_url)
             peer_rate, peer_size = run_peer(pages, urls[5:], Path(tmp))
     finally:
         server.terminate()
-    print(f"pages: {args.pages} x {PAGE_BYTES // 1024} KB, cpus: {os.cpu_count()}")
+    print(f"pages: {args.pages} x {PAGE_BYTES // 1024} KB, cpus: {os.cpu_count()}, "
+          f"index: {'PostgreSQL' if args.postgres else 'SQLite'}")
     print(f"ours (fetch+write+fsync+index): {ours_rate:8.1f} records/s  {ours_size / 1e6:8.2f} MB")
     print(f"peer (warcio default, write):   {peer_rate:8.1f} records/s  {peer_size / 1e6:8.2f} MB")
     print(f"speed ratio: {ours_rate / peer_rate:.2f}x (goal >= 4x)   size ratio: {ours_size / peer_size:.3f} "

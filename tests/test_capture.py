@@ -221,6 +221,17 @@ def test_cli_capture_prints_lines_and_fails_on_errors(cli, server):
     assert result.exit_code == 1
     assert re.search(r"^200  [\d,]+ B  [2-9A-Z]{4}-[2-9A-Z]{4}  " + re.escape(ok) + "$", result.output, re.M)
     assert "error  ftp://example.org/x: only http and https" in result.output
+    assert re.search(r"^stored 1 of 2 URL\(s\) \(0 unchanged, as revisits\) in [\d.]+ s$", result.output, re.M)
+    assert "1 of 2 URL(s) failed; nothing was stored for them" in result.output
+
+
+def test_cli_capture_reads_urls_from_a_file(cli, server, tmp_path):
+    listing = tmp_path / "boards.txt"
+    listing.write_text(f"# two boards\n{server.route('/one', PAGE)}\n\n  {server.route('/two', PAGE + 'x')}  \n")
+    result = cli("capture", "--from-file", str(listing))
+    assert result.exit_code == 0, result.output
+    assert len(re.findall(r"^200  ", result.output, re.M)) == 2
+    assert cli("capture").exit_code == 2  # neither URLs nor a file: a usage error
 
 
 def test_gzip_raw_body_decodes_to_same_page(db, server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 
 import click
 
@@ -58,7 +59,13 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
     def notice(message: str) -> None:
         click.echo(f"notice: {message}", err=True)
 
-    capture_urls(db, urls, source_id=source_id, progress=progress, notice=notice)
+    started = time.monotonic()
+    results = capture_urls(db, urls, source_id=source_id, progress=progress, notice=notice)
+    if len(urls) > 1:
+        stored = [r for r in results if r.error is None]
+        revisits = sum(1 for r in stored if r.snapshot is not None and r.snapshot.record_type == "revisit")
+        click.echo(f"stored {len(stored):,} of {len(urls):,} URL(s) ({revisits:,} unchanged, as revisits) "
+                   f"in {time.monotonic() - started:.1f} s", err=True)
     if failed:
         click.echo(f"{failed} of {len(urls)} URL(s) failed; nothing was stored for them", err=True)
         sys.exit(1)
