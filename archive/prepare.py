@@ -114,7 +114,8 @@ class ThreadStage:
 
     start_method = "thread"
 
-    def __init__(self, limits: Limits, level: int, spool: Path, threads: int):
+    def __init__(self, limits: Limits, level: int, spool: Path, threads: int, queue: int = 64):
+        self.queue = max(queue, 2 * threads)  # URLs submitted ahead of the threads
         self.preparer = Preparer(limits, level, spool)
         self.pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="caveat-fetch")
         self.futures: dict = {}
@@ -126,8 +127,13 @@ class ThreadStage:
         finished, _ = wait(list(self.futures), timeout=timeout, return_when=FIRST_COMPLETED)
         return [(self.futures.pop(f), f.result()) for f in finished]
 
-    def close(self) -> list[Result]:
-        """Stop; returns the results that were still in flight (so their spool files can be removed)."""
+    @property
+    def capacity(self) -> int:
+        return self.queue
+
+    def close(self, abort: bool = False) -> list[Result]:
+        """Stop; returns the results that were still in flight (so their spool files can be removed).
+        Threads cannot be killed: with ``abort`` queued URLs are dropped and running fetches finish."""
         for f in self.futures:
             f.cancel()
         self.pool.shutdown(wait=True)
@@ -194,10 +200,11 @@ def _context():
 
 
 class ProcessStage:
-    """The fetch stage in worker processes, each fed over its own pipe (one URL at a time, plus one
-    queued so it never waits for the parent). A worker that dies fails only the URLs it held."""
+    """The fetch stage in worker processes, each fed over its own pipe (DEPTH URLs queued, so it never
+    waits for the writer). A worker that dies fails only the URL it was fetching; the URLs queued
+    behind it go to the other workers."""
 
-    DEPTH = 2
+    DEPTH = 8
 
     def __init__(self, limits: Limits, level: int, spool: Path, processes: int):
         ssl_context()  # made once here; forked workers inherit it
@@ -218,14 +225,15 @@ class ProcessStage:
                 self.workers.append((proc, parent))
                 self.held[parent] = []
         except BaseException:
-            self.close()
+            self.close(abort=True)
             raise
-        self.urls: dict[int, str] = {}
+        self.urls: dict[int, str] = {}  # submitted and not answered yet
         self.lost: list[tuple[int, Result]] = []
 
     @property
     def capacity(self) -> int:
-        return self.DEPTH * len(self.held)
+        """URLs to keep submitted: DEPTH per live worker."""
+        return self.DEPTH * len(self.held) or 1
 
     def submit(self, i: int, url: str) -> None:
         if not self.held:
@@ -239,11 +247,18 @@ class ProcessStage:
             self.submit(i, url)
             return
         self.held[conn].append(i)
+        self.urls[i] = url
 
     def _lose(self, conn) -> None:
-        for i in self.held.pop(conn, []):
-            self.lost.append((i, (None, DIED)))
+        """A worker died: the URL it was working on (the first it held; it works in order) fails, the
+        ones queued behind it go to the other workers."""
+        held = self.held.pop(conn, [])
         conn.close()
+        if held:
+            self.lost.append((held[0], (None, DIED)))
+            self.urls.pop(held[0], None)
+        for i in held[1:]:
+            self.submit(i, self.urls.pop(i))
 
     def done(self, timeout: float | None) -> list[tuple[int, Result]]:
         if self.lost:
@@ -259,15 +274,20 @@ class ProcessStage:
                 self._lose(conn)
                 continue
             self.held[conn].remove(i)
+            self.urls.pop(i, None)
             out.append((i, result))
         out += self.lost
         self.lost = []
         return out
 
-    def close(self) -> list[Result]:
-        """Stop every worker; returns results that arrived but were not collected."""
+    def close(self, abort: bool = False) -> list[Result]:
+        """Stop every worker: when the work is done, let them finish and exit; with ``abort`` (an error
+        or Ctrl-C in the capture), kill them at once. Returns results that arrived uncollected."""
         left = []
         for proc, conn in self.workers:
+            if abort:
+                proc.kill()
+                continue
             try:
                 if conn in self.held:
                     conn.send(None)
@@ -275,7 +295,7 @@ class ProcessStage:
                 pass
         for proc, conn in self.workers:
             try:
-                while conn in self.held and self.held[conn] and conn.poll(30):
+                while not abort and self.held.get(conn) and conn.poll(30):
                     _, result = conn.recv()
                     self.held[conn].pop(0)
                     left.append(result)

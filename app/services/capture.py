@@ -83,7 +83,7 @@ def _fetch_stage(settings, n_urls: int, workers: int, processes: int):
         log.info("fetching %d URL(s) in %d worker processes (%s)", n_urls, len(stage.workers), stage.start_method)
         return stage
     log.info("fetching %d URL(s) in %d thread(s)", n_urls, min(workers, n_urls))
-    return ThreadStage(limits, level, spool, min(workers, n_urls))
+    return ThreadStage(limits, level, spool, min(workers, n_urls), queue=BATCH)
 
 
 # -- stage 2: store (one writer) ---------------------------------------------------------------------
@@ -105,12 +105,12 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
         _empty_spool(spool)
         stage = _fetch_stage(db.settings, len(urls), workers, processes)
         batch: list[tuple[int, list[FetchedHop]]] = []
+        finished_cleanly = False
         try:
-            window = max(BATCH, 2 * workers, getattr(stage, "capacity", 0))
             next_i = in_flight = 0
             batch_started = 0.0
             while next_i < len(urls) or in_flight:
-                while next_i < len(urls) and in_flight < window:
+                while next_i < len(urls) and in_flight < stage.capacity:
                     stage.submit(next_i, urls[next_i])
                     next_i += 1
                     in_flight += 1
@@ -129,11 +129,12 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                 if batch and (not finished or len(batch) >= BATCH or not in_flight):
                     _store_batch(db, store, urls, batch, results, source_id, progress)
                     batch = []
+            finished_cleanly = True
         finally:
             for _, hops in batch:
                 for hop in hops:
                     hop.discard()
-            for hops, _ in stage.close():
+            for hops, _ in stage.close(abort=not finished_cleanly):
                 for hop in hops or []:
                     hop.discard()
             _empty_spool(spool)
