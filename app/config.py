@@ -29,6 +29,9 @@ class Settings(BaseSettings):
     read_timeout: float = Field(30.0, description="Seconds to wait between bytes of a response.")
     max_body_bytes: int = Field(50 * 1024 * 1024, description="Largest response body a capture stores.")
     max_redirects: int = Field(10, description="Most redirect hops a capture follows.")
+    fetch_time_limit: float = Field(
+        300.0, description="Seconds one fetch (one redirect hop) may take, however steadily its bytes arrive."
+    )
     warc_rotate_bytes: int = Field(
         1024 * 1024 * 1024, description="A WARC file is closed and a new one started past this size."
     )

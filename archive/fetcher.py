@@ -16,6 +16,8 @@ import io
 import ipaddress
 import socket
 import ssl
+import threading
+import time
 import tempfile
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -161,6 +163,7 @@ class Limits:
     read_timeout: float = 30.0
     max_body_bytes: int = 50 * 1024 * 1024
     max_redirects: int = 10
+    time_limit: float = 300.0  # seconds one hop may take, however steadily its bytes arrive
     allow_private: bool = False
     user_agent: str = "Caveat"
     address_check: Callable[[str], str | None] = address_problem  # why an address is refused, or None
@@ -185,11 +188,16 @@ class Fetcher:
         if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
             raise RuntimeError("httpx transport layout changed: cannot install the address guard")
         pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check)
+        self.cancelled = threading.Event()
         self.timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
                                      pool=lim.connect_timeout).as_dict()
         # what httpx.Client would send, with only the codings our reader, pywb and browsers all undo
         self.headers = [("Accept", "*/*"), ("Accept-Encoding", "gzip, deflate"), ("Connection", "keep-alive"),
                         ("User-Agent", lim.user_agent)]
+
+    def cancel(self) -> None:
+        """Make fetches in progress stop at their next chunk (an interrupted capture)."""
+        self.cancelled.set()
 
     def close(self) -> None:
         self.transport.close()
@@ -221,9 +229,10 @@ class Fetcher:
         if not parts.hostname:
             raise FetchError(url, "the URL has no host name", "scheme")
 
-    def _read_body(self, url: str, r: httpx.Response, block) -> tuple[BinaryIO, int, bytes]:
+    def _read_body(self, url: str, r: httpx.Response, block, deadline: float) -> tuple[BinaryIO, int, bytes]:
         """Stream the raw body: in memory up to SPOOL_IN_MEMORY bytes, then in a temporary file;
-        sha256 of the payload (and ``block``, if given) on the way; the size limit enforced."""
+        sha256 of the payload (and ``block``, if given) on the way; the size and time limits enforced,
+        and :meth:`cancel` honoured between chunks."""
         limit = self.limits.max_body_bytes
         digest = hashlib.sha256()
         chunks: list[bytes] = []
@@ -235,6 +244,11 @@ class Fetcher:
                 if size > limit:
                     raise FetchError(url, f"the body passed the limit of {limit:,} bytes while streaming; raise "
                                      "CAVEAT_MAX_BODY_BYTES to store it", "size")
+                if time.monotonic() > deadline:
+                    raise FetchError(url, f"the response took longer than {self.limits.time_limit:g} s "
+                                     f"({size:,} bytes so far); raise CAVEAT_FETCH_TIME_LIMIT for slow sites", "timeout")
+                if self.cancelled.is_set():
+                    raise FetchError(url, "the capture was interrupted", "cancelled")
                 digest.update(chunk)
                 if block is not None:
                     block.update(chunk)
@@ -256,6 +270,7 @@ class Fetcher:
         self._check_url(url)
         lim = self.limits
         started = datetime.now(timezone.utc)
+        deadline = time.monotonic() + lim.time_limit
         try:
             req = httpx.Request("GET", url, headers=self.headers, extensions={"timeout": self.timeout})
             r = self.transport.handle_request(req)
@@ -273,20 +288,27 @@ class Fetcher:
                 expected = int(declared) if declared and declared.strip().isdigit() else None
                 block = (hashlib.sha256(stored_head(version, r.status_code, reason, headers, expected))
                          if expected is not None else None)
-                body, size, digest = self._read_body(url, r, block)
+                location = r.headers.get("location") if r.status_code in REDIRECTS else None
+                if location:
+                    try:
+                        location = urljoin(url, location)
+                        self._check_url(location)
+                    except (ValueError, FetchError):
+                        raise FetchError(url, f"HTTP {r.status_code} redirects to {location!r}, which is not an http(s) "
+                                         "URL Caveat can follow", "redirects") from None
+                body, size, digest = self._read_body(url, r, block, deadline)
                 if expected is not None and size != expected:
                     block = None  # the server sent another length than it declared: digest it later
                 target = req.url.raw_path.decode("ascii")
                 req_lines = [f"GET {target} HTTP/1.1"]
                 req_lines += [f"{k.decode('latin-1')}: {v.decode('latin-1')}" for k, v in req.headers.raw]
-                location = r.headers.get("location") if r.status_code in REDIRECTS else None
                 return Hop(
                     url=url, started_at=started,
                     request_head=("\r\n".join(req_lines) + "\r\n\r\n").encode("latin-1"),
                     status=r.status_code, reason=reason, http_version=version, headers=headers,
                     body=body, body_length=size, sha256=digest,
                     ip=addr[0] if addr else None,
-                    location=urljoin(url, location) if location else None,
+                    location=location or None,
                     block_sha256=block.digest() if block is not None else None,
                 )
             finally:

@@ -133,7 +133,10 @@ class ThreadStage:
 
     def close(self, abort: bool = False) -> list[Result]:
         """Stop; returns the results that were still in flight (so their spool files can be removed).
-        Threads cannot be killed: with ``abort`` queued URLs are dropped and running fetches finish."""
+        Threads cannot be killed: with ``abort`` queued URLs are dropped and running fetches stop at
+        their next chunk of body."""
+        if abort:
+            self.preparer.fetcher.cancel()
         for f in self.futures:
             f.cancel()
         self.pool.shutdown(wait=True)
@@ -215,7 +218,9 @@ class ProcessStage:
         try:
             for _ in range(max(1, processes)):
                 parent, child = ctx.Pipe()
-                inherited = [c.fileno() for _, c in self.workers] if self.start_method == "fork" else []
+                # a forked worker inherits every parent-side pipe end made so far, its own included
+                inherited = [c.fileno() for _, c in self.workers] + [parent.fileno()] \
+                    if self.start_method == "fork" else []
                 # the parent of a forkserver worker is the fork server, which exits when this process does
                 parent_pid = os.getpid() if self.start_method == "fork" else -1
                 proc = ctx.Process(target=_worker_main, daemon=True, name="caveat-fetch",
@@ -228,7 +233,7 @@ class ProcessStage:
             self.close(abort=True)
             raise
         self.urls: dict[int, str] = {}  # submitted and not answered yet
-        self.lost: list[tuple[int, Result]] = []
+        self.ready: list[tuple[int, Result]] = []  # results to hand out at the next done()
 
     @property
     def capacity(self) -> int:
@@ -237,7 +242,7 @@ class ProcessStage:
 
     def submit(self, i: int, url: str) -> None:
         if not self.held:
-            self.lost.append((i, (None, DIED)))
+            self.ready.append((i, (None, DIED)))
             return
         conn = min(self.held, key=lambda c: len(self.held[c]))
         try:
@@ -250,19 +255,27 @@ class ProcessStage:
         self.urls[i] = url
 
     def _lose(self, conn) -> None:
-        """A worker died: the URL it was working on (the first it held; it works in order) fails, the
-        ones queued behind it go to the other workers."""
+        """A worker died: results it sent before dying still count; the URL it was working on (the
+        first it still held: it works in order) fails; the ones queued behind it go to the others."""
         held = self.held.pop(conn, [])
+        try:
+            while held and conn.poll(0):
+                i, result = conn.recv()
+                held.remove(i)
+                self.urls.pop(i, None)
+                self.ready.append((i, result))
+        except (EOFError, OSError):
+            pass
         conn.close()
         if held:
-            self.lost.append((held[0], (None, DIED)))
+            self.ready.append((held[0], (None, DIED)))
             self.urls.pop(held[0], None)
         for i in held[1:]:
             self.submit(i, self.urls.pop(i))
 
     def done(self, timeout: float | None) -> list[tuple[int, Result]]:
-        if self.lost:
-            out, self.lost = self.lost, []
+        if self.ready:
+            out, self.ready = self.ready, []
             return out
         if not self.held:
             return []
@@ -276,8 +289,8 @@ class ProcessStage:
             self.held[conn].remove(i)
             self.urls.pop(i, None)
             out.append((i, result))
-        out += self.lost
-        self.lost = []
+        out += self.ready
+        self.ready = []
         return out
 
     def close(self, abort: bool = False) -> list[Result]:

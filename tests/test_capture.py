@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import re
+import time
 
 import pytest
 from sqlalchemy import func, select
@@ -166,6 +167,67 @@ def test_connect_timeout_is_reported_cleanly(db, server):
     assert results[0].error and "no connection within 0.5 s" in results[0].error
     assert "CAVEAT_CONNECT_TIMEOUT" in results[0].error
     assert results[1].error is None and count_rows(db) == 1
+
+
+def _drip(h, n=100, pause=0.05):
+    """A server that sends one byte at a time, just often enough for the read timeout."""
+    h.send_response(200)
+    h.send_header("Content-Length", str(n))
+    h.end_headers()
+    try:
+        for _ in range(n):
+            h.wfile.write(b"x")
+            h.wfile.flush()
+            time.sleep(pause)
+    except OSError:
+        pass
+
+
+def test_fetch_time_limit_stops_a_dripping_server(db, server):
+    server.route("/drip", handler=_drip)
+    started = time.monotonic()
+    [r] = capture_urls(db_with(db.settings, fetch_time_limit=0.5, read_timeout=2), [server.url("/drip")])
+    assert time.monotonic() - started < 3
+    assert r.error and "took longer than 0.5 s" in r.error and "CAVEAT_FETCH_TIME_LIMIT" in r.error
+    assert count_rows(db) == 0
+
+
+def test_an_interrupted_thread_capture_stops_its_fetches(db, server):
+    from app.services.capture import limits_for, spool_dir
+    from archive.prepare import ThreadStage
+
+    server.route("/drip2", handler=_drip)
+    stage = ThreadStage(limits_for(db.settings), 5, spool_dir(db.settings), threads=2)
+    stage.submit(0, server.url("/drip2"))
+    time.sleep(0.3)
+    started = time.monotonic()
+    [(hops, error)] = stage.close(abort=True)
+    assert time.monotonic() - started < 1.5  # not the 5 s the server would take
+    assert hops is None and error == "the capture was interrupted"
+
+
+def test_redirect_to_something_that_is_not_a_url_is_a_clear_error(db, server):
+    bad = server.route("/bad-redirect", b"", status=302, headers=[("Location", "http://[::1/x")])
+    ftp = server.route("/ftp-redirect", b"", status=301, headers=[("Location", "ftp://example.org/file")])
+    results = capture_urls(db, [bad, ftp])
+    assert "redirects to 'http://[::1/x'" in results[0].error and "not an http(s) URL" in results[0].error
+    assert "redirects to 'ftp://example.org/file'" in results[1].error
+    assert count_rows(db) == 0
+
+
+def test_timestamps_are_unique_per_surt_key(db, server, monkeypatch):
+    """Two URLs with one SURT key (query in another order) fetched in the same millisecond must not
+    share a timestamp: replay looks captures up by key and timestamp."""
+    import archive.prepare
+
+    monkeypatch.setattr(archive.prepare, "ts17", lambda dt: "20261201000000000")
+    server.route("/q", PAGE)
+    a, b = server.url("/q?a=1&b=2"), server.url("/q?b=2&a=1")
+    results = capture_urls(db, [a, b, server.route("/other", PAGE + "o")])
+    snaps = [r.snapshot for r in results]
+    assert snaps[0].surt == snaps[1].surt
+    assert [s.timestamp for s in snaps] == ["20261201000000000", "20261201000000001", "20261201000000000"]
+    assert len({(s.surt, s.timestamp) for s in snaps}) == 3
 
 
 def test_recapture_writes_revisit_with_unique_timestamps(backend_db, server):

@@ -189,3 +189,47 @@ def test_cli_capture_of_many_urls_forks_workers(db, server):
     assert len(lines) == PROCESS_MIN_URLS
     with db.Session() as s:
         assert s.scalar(select(func.count()).select_from(Snapshot)) == PROCESS_MIN_URLS
+
+
+def test_results_a_worker_sent_before_dying_still_count():
+    """A worker answers two URLs, then dies on the third: the two answers are delivered as they are,
+    only the third fails, and the URL queued behind it goes to a live worker."""
+    import multiprocessing
+
+    stage = prepare.ProcessStage.__new__(prepare.ProcessStage)
+    dead_side, dead_worker = multiprocessing.Pipe()
+    live_side, live_worker = multiprocessing.Pipe()
+    stage.workers, stage.ready = [], []
+    stage.held = {dead_side: [], live_side: []}
+    stage.urls = {}
+    for i in range(4):  # 0, 2 to the first pipe; 1, 3 to the second (least loaded first)
+        stage.submit(i, f"http://example.org/{i}")
+    assert stage.held == {dead_side: [0, 2], live_side: [1, 3]}
+    assert [dead_worker.recv(), dead_worker.recv()] == [(0, "http://example.org/0"), (2, "http://example.org/2")]
+    dead_worker.send((0, ("hops of 0", None)))
+    dead_worker.close()  # dies while working on 2
+    stage.held[dead_side].append(4)  # and had 4 queued (sent before it died)
+    stage.urls[4] = "http://example.org/4"
+    got = []
+    for _ in range(3):  # the answer first, the death (EOF) at the latest on the next call
+        got += stage.done(timeout=0.5)
+    assert (0, ("hops of 0", None)) in got
+    assert (2, (None, prepare.DIED)) in got
+    assert stage.held == {live_side: [1, 3, 4]}  # 4 was handed to the live worker
+    assert [live_worker.recv() for _ in range(3)][-1] == (4, "http://example.org/4")
+
+
+def test_a_send_to_a_dead_worker_keeps_what_it_answered():
+    import multiprocessing
+
+    stage = prepare.ProcessStage.__new__(prepare.ProcessStage)
+    side, worker = multiprocessing.Pipe()
+    stage.workers, stage.ready, stage.held, stage.urls = [], [], {side: []}, {}
+    stage.submit(0, "http://example.org/0")
+    worker.recv()
+    worker.send((0, ("hops of 0", None)))
+    worker.close()
+    stage.submit(1, "http://example.org/1")  # the send fails: the worker is gone
+    got = stage.done(timeout=0.5)
+    assert sorted(got) == [(0, ("hops of 0", None)), (1, (None, prepare.DIED))]
+    assert stage.held == {}

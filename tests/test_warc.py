@@ -180,3 +180,49 @@ def test_spooled_payload_gives_the_same_record_and_redating_keeps_it_valid(tmp_p
     assert run(["gzip", "-t", str(tmp_path / "a.warc.gz")]).returncode == 0
     check = run([ref_tool("warcio"), "check", str(tmp_path / "a.warc.gz"), str(tmp_path / "b.warc.gz")])
     assert check.returncode == 0, check.stdout
+
+
+def test_a_write_that_fails_midway_leaves_no_partial_record(tmp_path):
+    """Disk full half-way through a record (here: a file-size limit): the file is cut back to the
+    last whole record and the writer goes on at the right offset."""
+    import subprocess
+    import sys
+
+    script = r"""
+import os, resource, signal, sys, hashlib
+sys.path.insert(0, sys.argv[2])
+from archive.warcwriter import WarcWriter
+from archive.reader import read_record
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+path = sys.argv[1]
+w = WarcWriter(path)
+first = w.write_response("http://example.org/a", "20261201000000000", b"HTTP/1.1 200 OK\r\n\r\n", b"a" * 100, 100,
+                         hashlib.sha256(b"a" * 100).digest())
+w.sync()
+end = os.path.getsize(path)
+resource.setrlimit(resource.RLIMIT_FSIZE, (end + 2000, resource.RLIM_INFINITY))
+big = os.urandom(200_000)
+try:
+    w.write_response("http://example.org/big", "20261201000000001", b"HTTP/1.1 200 OK\r\n\r\n", big, len(big),
+                     hashlib.sha256(big).digest())
+except OSError as exc:
+    print("failed:", exc.errno)
+print("size", os.path.getsize(path), end, w.size)
+small = w.write_response("http://example.org/b", "20261201000000002", b"HTTP/1.1 200 OK\r\n\r\n", b"b", 1,
+                         hashlib.sha256(b"b").digest())
+w.close()
+print("small", small.offset == end, read_record(path, small.offset, small.length).ok)
+"""
+    import os
+
+    repo = str(Path(__file__).resolve().parent.parent)
+    out = subprocess.run([sys.executable, "-c", script, str(tmp_path / "full.warc.gz"), repo], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[0] == f"failed: {__import__('errno').EFBIG}"
+    size, end, pos = map(int, lines[1].split()[1:])
+    assert size == end == pos
+    assert lines[2] == "small True True"
+    assert run(["gzip", "-t", str(tmp_path / "full.warc.gz")]).returncode == 0
+    assert os.path.getsize(tmp_path / "full.warc.gz") > end

@@ -58,6 +58,7 @@ class CaptureResult:
 def limits_for(settings) -> Limits:
     return Limits(connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                   max_body_bytes=settings.max_body_bytes, max_redirects=settings.max_redirects,
+                  time_limit=settings.fetch_time_limit,
                   allow_private=settings.allow_private_addresses, user_agent=settings.user_agent)
 
 
@@ -198,14 +199,16 @@ class _Planner:
     def __init__(self, session: Session, hops: list[FetchedHop], level: int):
         self.s = session
         self.level = level
-        urls = sorted({h.url for h in hops})
+        keys = sorted({h.surt for h in hops})
         earliest = min((h.ts for h in hops), default="0")
         self.deferred: list[tuple[dict, dict]] = []  # (revisit row, row of this batch it refers to)
-        self.used_ts: dict[str, set[str]] = {u: set() for u in urls}
-        for chunk in chunked(urls):
-            for url, ts in session.execute(select(Snapshot.url, Snapshot.timestamp)
-                                           .where(Snapshot.url.in_(chunk), Snapshot.timestamp >= earliest)):
-                self.used_ts[url].add(ts)
+        # Replay finds captures by SURT key and timestamp, so a timestamp must be unique per SURT key
+        # (http://a/ and https://a/, or the same query in another order, share one).
+        self.used_ts: dict[str, set[str]] = {k: set() for k in keys}
+        for chunk in chunked(keys):
+            for key, ts in session.execute(select(Snapshot.surt, Snapshot.timestamp)
+                                           .where(Snapshot.surt.in_(chunk), Snapshot.timestamp >= earliest)):
+                self.used_ts[key].add(ts)
         self.originals: dict[str, dict] = {}  # sha256 hex -> first response with that payload
         shas = sorted({h.sha256.hex() for h in hops if h.body_length > 0})
         cols = (Snapshot.id, Snapshot.sha256, Snapshot.record_id, Snapshot.url, Snapshot.timestamp)
@@ -215,15 +218,15 @@ class _Planner:
                                        .order_by(Snapshot.id)):
                 self.originals.setdefault(row.sha256, dict(row._mapping))
 
-    def unique_ts(self, url: str, ts: str) -> str:
-        used = self.used_ts.setdefault(url, set())
+    def unique_ts(self, key: str, ts: str) -> str:
+        used = self.used_ts.setdefault(key, set())
         while ts in used:
             ts = bump(ts)
         used.add(ts)
         return ts
 
     def write_hop(self, writer, hop: FetchedHop, source_id: int | None) -> dict:
-        ts = self.unique_ts(hop.url, hop.ts)
+        ts = self.unique_ts(hop.surt, hop.ts)
         sha_hex = hop.sha256.hex()
         original = self.originals.get(sha_hex) if hop.body_length > 0 else None
         if original is not None:

@@ -59,9 +59,10 @@ class _Importer:
         self.by_digest: dict[str, Snapshot] = {}
         self.used_ts: dict[str, set[str]] = {}
 
-    def unique_ts(self, url: str, ts: str) -> str:
-        used = self.used_ts.setdefault(url, set())
-        used |= set(self.s.scalars(select(Snapshot.timestamp).where(Snapshot.url == url, Snapshot.timestamp >= ts)))
+    def unique_ts(self, key: str, ts: str) -> str:
+        """``ts``, moved 1 ms later until no capture with the same SURT key has it (replay's key)."""
+        used = self.used_ts.setdefault(key, set())
+        used |= set(self.s.scalars(select(Snapshot.timestamp).where(Snapshot.surt == key, Snapshot.timestamp >= ts)))
         while ts in used:
             ts = bump(ts)
         used.add(ts)
@@ -110,7 +111,7 @@ class _Importer:
             sha_hex = original.sha256
         else:
             sha_hex = hashlib.sha256(rec.payload).hexdigest()
-        ts = self.unique_ts(url, ts)
+        ts = self.unique_ts(surt(url), ts)
         fields = [(k, url if k == "WARC-Target-URI" else rec.header(k)) for k in KEEP_FIELDS if rec.header(k)]
         written = self.w.append(build_record(rec.warc_type, fields, content_type=rec.header("Content-Type"),
                                              head=rec.block, payload_digest=digests.label(bytes.fromhex(sha_hex)),
