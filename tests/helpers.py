@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import sys
 import threading
 import time
 from dataclasses import dataclass, field
@@ -18,6 +19,14 @@ class Route:
     chunked: bool = False
     delay: float = 0.0  # seconds before the body is sent
     handler: Callable | None = None  # handler(request_handler) -> None, full control
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address):
+        # A client that hangs up (a capture over its size limit, a killed worker) is expected here.
+        if isinstance(sys.exc_info()[1], (ConnectionError, BrokenPipeError)):
+            return
+        super().handle_error(request, client_address)
 
 
 class LocalServer:
@@ -65,7 +74,7 @@ class LocalServer:
                 else:
                     self.wfile.write(route.body)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
