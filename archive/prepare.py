@@ -1,9 +1,10 @@
 """The fetch stage of a capture: fetch a URL (and its redirect hops) and build its WARC records.
 
-Runs in threads of the capturing process or in worker processes (``start_worker`` /
-``prepare_in_worker``), so it imports only the ``archive`` package: a worker process starts light.
-Everything a worker returns is picklable. The writer (``app.services.capture``) decides what needs
-the database: a unique timestamp per URL, and a ``revisit`` instead of a second copy of a payload.
+:class:`ThreadStage` runs :class:`Preparer` in threads of the capturing process, :class:`ProcessStage`
+in worker processes fed over pipes. This module imports only the ``archive`` package, so a worker
+started from a fork server is light, and everything a worker returns is picklable. The writer
+(``app.services.capture``) decides what needs the database: a timestamp unique per SURT key, and a
+``revisit`` instead of a second copy of a payload.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ import signal
 import threading
 from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from multiprocessing.connection import wait as connection_wait
 from datetime import datetime
+from multiprocessing.connection import wait as connection_wait
 from pathlib import Path
 
 from archive.citeid import citation_id_for_record

@@ -3,7 +3,7 @@
 Two stages. **Fetch** (threads, or for big captures worker processes): fetch a URL and every
 redirect hop with httpx, digest and compress each hop's response and request records
 (:func:`archive.warcwriter.build_response`). **Store** (one writer, this thread): per batch, decide
-what needs the database (a unique timestamp per URL, a ``revisit`` instead of a second copy of a
+what needs the database (a timestamp unique per SURT key, a ``revisit`` instead of a second copy of a
 payload already stored), append the finished records, fsync, then commit the batch's ``snapshots``
 rows. A URL that fails writes nothing. See docs/capture.md.
 """
@@ -94,8 +94,8 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                  processes: int | None = None) -> list[CaptureResult]:
     """Capture each URL; returns one result per URL, in order. ``progress(result)`` is called as
     each URL's rows commit; ``notice(message)`` hears about repairs (a torn tail truncated).
-    ``workers`` fetches run at once; ``processes`` worker processes fetch and compress (default:
-    :func:`default_processes`; 0 fetches in threads of this process)."""
+    ``workers`` fetches run at once in threads, or ``processes`` worker processes fetch and compress,
+    one URL at a time each (default: :func:`default_processes`; 0 fetches in threads)."""
     results: list[CaptureResult | None] = [None] * len(urls)
     if not urls:
         return []
