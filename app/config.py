@@ -38,7 +38,7 @@ class Settings(BaseSettings):
     warc_gzip_level: int = Field(5, description="gzip level of each WARC record member (1 fastest, 9 smallest).")
     capture_processes: int | None = Field(
         None, description="Worker processes that fetch and compress for a capture of 32 or more URLs "
-        "(0: fetch in threads of the capturing process). Default: the number of CPUs.",
+        "(0: fetch in threads of the capturing process). Default: one per concurrent fetch (8).",
     )
     user_agent: str = Field(
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."

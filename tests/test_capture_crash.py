@@ -118,12 +118,19 @@ def test_sigkill_of_a_capture_with_worker_processes(db, server, tmp_path):
     start = _newest_size(settings)
     proc = _caveat(settings, "capture", "--from-file", str(listing))
     deadline = time.time() + 60
+    while proc.poll() is None and time.time() < deadline and len(_processes_with(str(listing))) < 9:
+        time.sleep(0.01)
+    assert len(_processes_with(str(listing))) == 9  # the writer and its 8 workers
     while proc.poll() is None and time.time() < deadline and _newest_size(settings) - start < 1_500_000:
         time.sleep(0.002)
     assert proc.poll() is None, "capture finished before the kill point"
-    assert len(_processes_with(str(listing))) > 1  # the writer and its workers
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait(10)
+    killed_at = _newest_size(settings)
+    with db.Session() as s:
+        ends = s.execute(select(Snapshot.offset + Snapshot.length, Snapshot.request_offset + Snapshot.request_length)
+                         .where(Snapshot.warc_file == warc_files(settings)[-1].name)).all()
+    indexed_end = max((max(a, b) for a, b in ends), default=0)
     deadline = time.time() + 30
     while _processes_with(str(listing)) and time.time() < deadline:
         time.sleep(0.1)
@@ -136,7 +143,8 @@ def test_sigkill_of_a_capture_with_worker_processes(db, server, tmp_path):
     nxt = _caveat(settings, "capture", server.route("/after-workers", "<p>after</p>"))
     out, err = nxt.communicate(timeout=60)
     assert nxt.returncode == 0, err.decode()
-    assert "torn tail repaired" in err.decode()  # the killed batch's records, written but never indexed
+    if killed_at > indexed_end:  # records written after the last commit: the repair must say so
+        assert "torn tail repaired" in err.decode()
     assert not [p for p in (settings.warc_dir / ".spool").iterdir()]
     check = run([ref_tool("warcio"), "check", *map(str, warc_files(settings))])
     assert check.returncode == 0, check.stdout

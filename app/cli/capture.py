@@ -36,7 +36,7 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
     Prints one line per URL as it is stored: HTTP status, body size, citation id and URL. An
     unchanged page is stored as a revisit record pointing at the earlier copy. Exits 1 if any URL
     failed. Captures of 32 URLs or more fetch and compress in worker processes
-    (CAVEAT_CAPTURE_PROCESSES).
+    (CAVEAT_CAPTURE_PROCESSES, default 8; 0 keeps them in threads).
 
     \b
     Examples:
