@@ -32,9 +32,17 @@ def _env(settings) -> dict:
     return env
 
 
-def _caveat(settings, *args, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", *args], cwd=REPO,
+def _caveat(settings, *args, code: str = "from app.cli import main; main()", **kw) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO,
                             env=_env(settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+
+
+# For kill points that must land inside a record: every os.write of the capture process sleeps 20 ms
+# first, so writing one record takes long enough for the SIGKILL after the size check to land in it
+# (whole records are otherwise written in a few fast system calls, and a kill mostly falls between).
+SLOW_WRITES = ("import os, time\n_write = os.write\n"
+               "os.write = lambda fd, data: (time.sleep(0.02), _write(fd, data))[1]\n"
+               "from app.cli import main\nmain()")
 
 
 def _newest_size(settings) -> int:
@@ -58,11 +66,13 @@ def test_sigkill_mid_capture_loses_nothing_indexed(db, server):
     settings = db.settings
     urls = [server.route(f"/big{i}", _body(i), delay=0.05 * (i % 3)) for i in range(10)]
     # Kill points: as soon as the file grows past these many bytes beyond where the run started.
+    # The last two run with slow writes, so the kill lands inside a record.
     kill_after_growth = [1, 700_000, 2_500_000, 5_000_000]
     repairs = []
     for n, growth in enumerate(kill_after_growth):
         start = _newest_size(settings)
-        proc = _caveat(settings, "capture", *urls[n * 2:n * 2 + 5])
+        slow = {"code": SLOW_WRITES} if growth >= 2_500_000 else {}
+        proc = _caveat(settings, "capture", *urls[n * 2:n * 2 + 5], **slow)
         deadline = time.time() + 30
         while proc.poll() is None and time.time() < deadline:
             if _newest_size(settings) - start >= growth:
