@@ -27,6 +27,8 @@ from urllib.parse import urljoin, urlsplit
 import httpcore
 import httpx
 
+from archive.headers import first as first_header
+
 SPOOL_IN_MEMORY = 1024 * 1024
 REDIRECTS = {301, 302, 303, 307, 308}
 
@@ -133,8 +135,7 @@ class Hop:
     block_sha256: bytes | None = None  # sha256 of stored_head() + body, when it could be taken while streaming
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        return next((v for k, v in self.headers if k.lower() == name), None)
+        return first_header(self.headers, name)
 
     @property
     def mime(self) -> str | None:
@@ -277,15 +278,15 @@ class Fetcher:
             try:
                 addr = _peer_address(r)  # now: a connection-close response has no socket after the body
                 declared = r.headers.get("content-length")
-                if declared and declared.strip().isdigit() and int(declared) > lim.max_body_bytes:
-                    raise FetchError(url, f"the body is {int(declared):,} bytes, over the limit of "
+                expected = int(declared) if declared and declared.strip().isdigit() else None
+                if expected is not None and expected > lim.max_body_bytes:
+                    raise FetchError(url, f"the body is {expected:,} bytes, over the limit of "
                                      f"{lim.max_body_bytes:,}; raise CAVEAT_MAX_BODY_BYTES to store it", "size")
                 reason = r.extensions.get("reason_phrase", b"")
                 reason = reason.decode("latin-1") if isinstance(reason, bytes) else str(reason)
                 version = r.http_version or "HTTP/1.1"
                 headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in r.headers.raw]
                 # With a Content-Length the stored head is known now: take the block digest on the way.
-                expected = int(declared) if declared and declared.strip().isdigit() else None
                 block = (hashlib.sha256(stored_head(version, r.status_code, reason, headers, expected))
                          if expected is not None else None)
                 location = r.headers.get("location") if r.status_code in REDIRECTS else None

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from archive import digests
+from archive.headers import first as first_header
 
 
 class RecordUnreadable(Exception):
@@ -37,18 +38,10 @@ class WarcRecord:
     problems: list[str] = field(default_factory=list)
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        for k, v in self.warc_headers:
-            if k.lower() == name:
-                return v
-        return None
+        return first_header(self.warc_headers, name)
 
     def http_header(self, name: str) -> str | None:
-        name = name.lower()
-        for k, v in self.http_headers:
-            if k.lower() == name:
-                return v
-        return None
+        return first_header(self.http_headers, name)
 
     @property
     def ok(self) -> bool:

@@ -20,7 +20,6 @@ import hashlib
 import os
 import tempfile
 import uuid
-import zlib
 from dataclasses import dataclass, replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -41,7 +40,7 @@ REQUEST_TYPE = "application/http; msgtype=request"
 GZIP_HEADER = b"\x1f\x8b\x08\x00\x00\x00\x00\x00\x00\xff"
 # the record's closing CRLF CRLF as a final stored deflate block (BFINAL=1, LEN=4, NLEN=~4)
 FINAL_CRLF2 = b"\x01\x04\x00\xfb\xff\r\n\r\n"
-_CRLF2_CRC = zlib.crc32(b"\r\n\r\n")
+_CRLF2_CRC = _deflate.crc32(b"\r\n\r\n")
 
 
 @dataclass(frozen=True)
@@ -61,10 +60,14 @@ def _clean(value: str) -> str:
     return str(value).replace("\r", " ").replace("\n", " ")
 
 
-def record_header(warc_type: str, record_id: str, ts: str, fields: list[tuple[str, str]],
-                  content_type: str | None, content_length: int) -> bytes:
+def warc_header(warc_type: str, record_id: str, ts: str, fields: tuple[tuple[str, str], ...], block_digest: str,
+                payload_digest: str | None, content_type: str | None, content_length: int) -> bytes:
+    """A record's WARC header: type, id, date, ``fields``, digests, Content-Type and -Length."""
     lines = [WARC_VERSION, f"WARC-Type: {warc_type}", f"WARC-Record-ID: {record_id}", f"WARC-Date: {warc_date(ts)}"]
-    lines += [f"{k}: {_clean(v)}" for k, v in fields if v is not None]
+    lines += [f"{k}: {_clean(v)}" for k, v in fields]
+    lines.append(f"WARC-Block-Digest: {block_digest}")
+    if payload_digest:
+        lines.append(f"WARC-Payload-Digest: {payload_digest}")
     if content_type:
         lines.append(f"Content-Type: {content_type}")
     lines.append(f"Content-Length: {content_length}")
@@ -77,12 +80,9 @@ def _segment(data: bytes, level: int) -> bytes:
     return comp.compress(data) + comp.flush(_deflate.Z_SYNC_FLUSH)
 
 
-def _warc_header(warc_type: str, record_id: str, ts: str, fields: tuple[tuple[str, str], ...], block_digest: str,
-                 payload_digest: str | None, content_type: str | None, content_length: int) -> bytes:
-    extra = [("WARC-Block-Digest", block_digest)]
-    if payload_digest:
-        extra.append(("WARC-Payload-Digest", payload_digest))
-    return record_header(warc_type, record_id, ts, [*fields, *extra], content_type, content_length)
+def _prefix(data: bytes, level: int) -> dict:
+    """A record's first part (WARC header + block head), compressed, as BuiltRecord fields."""
+    return {"prefix": _segment(data, level), "prefix_crc": _deflate.crc32(data), "prefix_length": len(data)}
 
 
 @dataclass(frozen=True)
@@ -109,17 +109,13 @@ class BuiltRecord:
     prefix_crc: int = 0
     prefix_length: int = 0
 
-    def warc_header(self, ts: str | None = None) -> bytes:
-        return _warc_header(self.warc_type, self.record_id, ts or self.ts, self.fields, self.block_digest,
-                            self.payload_digest, self.content_type, len(self.head) + self.payload_length)
-
     def at(self, ts: str) -> "BuiltRecord":
         """The same record dated ``ts`` (only its small header part is compressed again)."""
         if ts == self.ts:
             return self
-        prefix = self.warc_header(ts) + self.head
-        return replace(self, ts=ts, prefix=_segment(prefix, self.level), prefix_crc=zlib.crc32(prefix),
-                       prefix_length=len(prefix))
+        header = warc_header(self.warc_type, self.record_id, ts, self.fields, self.block_digest, self.payload_digest,
+                             self.content_type, len(self.head) + self.payload_length)
+        return replace(self, ts=ts, **_prefix(header + self.head, self.level))
 
     @property
     def member_length(self) -> int:
@@ -151,7 +147,7 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
     ``block_sha256``: the block's sha256 when the caller already took it (while the bytes streamed in)."""
     level = max(0, min(9, int(level)))
     record_id = record_id or new_record_id()
-    block = hashlib.sha256(head)
+    block = hashlib.sha256(head) if block_sha256 is None else None  # None: the caller took it already
     crc = 0
     seg = b""
     path = None
@@ -159,7 +155,7 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
         payload = bytes(payload)
         if len(payload) != payload_length:
             raise ValueError(f"payload is {len(payload)} bytes, not the {payload_length} declared")
-        if block_sha256 is None:
+        if block is not None:
             block.update(payload)
         crc = _deflate.crc32(payload)
         seg = _segment(payload, level) if payload else b""
@@ -173,7 +169,7 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
                 payload.seek(0)
                 while chunk := payload.read(CHUNK):
                     seen += len(chunk)
-                    if block_sha256 is None:
+                    if block is not None:
                         block.update(chunk)
                     crc = _deflate.crc32(chunk, crc)
                     out.write(comp.compress(chunk))
@@ -189,14 +185,13 @@ def build_record(warc_type: str, fields: list[tuple[str, str | None]], *, conten
             raise ValueError("payload_length given without a payload")
         seg_length = 0
     kept = tuple((k, v) for k, v in fields if v is not None)
-    block_digest = digests.label(block_sha256 or block.digest())
-    prefix = _warc_header(warc_type, record_id, ts, kept, block_digest, payload_digest, content_type,
+    block_digest = digests.label(block.digest() if block is not None else block_sha256)
+    prefix = warc_header(warc_type, record_id, ts, kept, block_digest, payload_digest, content_type,
                           len(head) + payload_length) + head
     return BuiltRecord(warc_type=warc_type, record_id=record_id, ts=ts, fields=kept, content_type=content_type,
                        head=head, block_digest=block_digest, payload_digest=payload_digest,
                        payload_length=payload_length, payload_crc=crc, payload=seg, payload_path=path,
-                       payload_deflated_length=seg_length, level=level, prefix=_segment(prefix, level),
-                       prefix_crc=zlib.crc32(prefix), prefix_length=len(prefix))
+                       payload_deflated_length=seg_length, level=level, **_prefix(prefix, level))
 
 
 # -- the record kinds Caveat writes -----------------------------------------------------------------
@@ -319,10 +314,6 @@ class WarcWriter:
     def truncate(self, offset: int) -> None:
         os.ftruncate(self._fd, offset)
         self._pos = offset
-
-    @property
-    def closed(self) -> bool:
-        return self._fd < 0
 
     def close(self) -> None:
         if self._fd >= 0:

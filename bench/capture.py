@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import io
 import multiprocessing
 import os
@@ -27,6 +26,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from pgtemp import temporary_database  # noqa: E402 - bench/ is this script's own folder
 
 PAGE_BYTES = 100 * 1024
 WORDS = ("model hardware engine tok/s quant draft acceptance gpu nvidia rtx pro 6000 llama glm qwen vllm sglang "
@@ -113,28 +114,6 @@ def run_peer(pages: list[bytes], urls: list[str], workdir: Path) -> tuple[float,
         os.fsync(f.fileno())
     elapsed = time.perf_counter() - t0
     return len(pages) / elapsed, path.stat().st_size
-
-
-@contextlib.contextmanager
-def temporary_database(server_url: str | None):
-    """None for the default SQLite file, or the URL of a fresh PostgreSQL database dropped afterwards."""
-    if not server_url:
-        yield None
-        return
-    from sqlalchemy import create_engine, make_url, text
-
-    name = f"caveat_bench_{os.getpid()}"
-    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(server_url).set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as conn:
-            conn.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                              "WHERE datname = :n AND pid <> pg_backend_pid()"), {"n": name})
-            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
-        admin.dispose()
 
 
 def main() -> None:

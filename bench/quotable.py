@@ -31,6 +31,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from pgtemp import temporary_database  # noqa: E402 - bench/ is this script's own folder
+
 PG_DEFAULT = "postgresql+psycopg2://postgres@127.0.0.1:5432/test"
 LADDER = [(8, 0.30), (12, 0.44), (20, 0.48), (20, 0.51), (28, 0.80), (64, 1.0)]
 
@@ -232,9 +234,6 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="Folder to keep (and reuse) the SQLite data in.")
     args = ap.parse_args()
 
-    from sqlalchemy import create_engine, text
-    from sqlalchemy.engine import make_url
-
     from app.config import Settings
 
     results = []
@@ -243,32 +242,16 @@ def main() -> None:
     sqlite_file = work / "caveat.db"
     for backend in args.backends.split(","):
         print(f"{backend}:", flush=True)
-        pg_name = None
-        if backend == "sqlite":
-            url = f"sqlite:///{sqlite_file}"
+        with temporary_database(args.postgres_url if backend != "sqlite" else None) as pg_url:
+            url = pg_url or f"sqlite:///{sqlite_file}"
             settings = Settings(data_dir=work, database_url=url, secret_key="bench")
-            ids = recipe_ids(settings) if sqlite_file.exists() else build(settings, args.entries)
-        else:
-            pg_name = f"caveat_bench_{os.getpid()}"
-            admin = create_engine(args.postgres_url, isolation_level="AUTOCOMMIT")
-            with admin.connect() as c:
-                c.execute(text(f'CREATE DATABASE "{pg_name}"'))
-            url = make_url(args.postgres_url).set(database=pg_name).render_as_string(hide_password=False)
-            settings = Settings(data_dir=work, database_url=url, secret_key="bench")
-            ids = build(settings, args.entries)
-        env = dict(os.environ, CAVEAT_DATABASE_URL=url, CAVEAT_DATA_DIR=str(work), CAVEAT_SECRET_KEY="bench")
-        paths = [f"/api/recipes/{rid}/quotable" for rid in random.Random(1).sample(ids, min(len(ids), 5000))]
-        try:
+            reuse = pg_url is None and sqlite_file.exists()
+            ids = recipe_ids(settings) if reuse else build(settings, args.entries)
+            env = dict(os.environ, CAVEAT_DATABASE_URL=url, CAVEAT_DATA_DIR=str(work), CAVEAT_SECRET_KEY="bench")
+            paths = [f"/api/recipes/{rid}/quotable" for rid in random.Random(1).sample(ids, min(len(ids), 5000))]
             proc, port = serve_caveat(env, args.workers)
             results.append(run_target(f"caveat quotable ({backend}, {args.workers} workers)", proc, port, paths,
                                       args.seconds, args.clients))
-        finally:
-            if pg_name:
-                with admin.connect() as c:
-                    c.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n"),
-                              {"n": pg_name})
-                    c.execute(text(f'DROP DATABASE IF EXISTS "{pg_name}"'))
-                admin.dispose()
     if not args.no_datasette and sqlite_file.exists() and Path(args.datasette).exists():
         print("datasette:", flush=True)
         port = free_port()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 from app.db import Database
@@ -31,3 +32,14 @@ def ref_tool(name: str) -> str:
 
 def run(cmd: list[str], **kw) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120, **kw)
+
+
+CLI = [sys.executable, "-c", "from app.cli import main; main()"]  # `caveat` in a subprocess, this interpreter
+
+
+def cli_env(settings, **extra: str) -> dict:
+    """The environment for a `caveat` subprocess on ``settings``' files (no stray CAVEAT_* of the caller)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CAVEAT_")}
+    env.update(CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.db_url,
+               CAVEAT_ALLOW_PRIVATE_ADDRESSES="1", **extra)
+    return env

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from app.models import Snapshot
 from archive.reader import read_record
-from tests.capture_helpers import REPO, ref_tool, run, warc_files
+from tests.capture_helpers import CLI, REPO, cli_env, ref_tool, run, warc_files
 
 BIG = 3 * 1024 * 1024
 
@@ -25,16 +25,10 @@ def _body(i: int) -> bytes:
     return b"<html><table>\n" + b"".join(rows) + b"</table></html>"
 
 
-def _env(settings) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAVEAT_")}
-    env.update(CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.db_url,
-               CAVEAT_ALLOW_PRIVATE_ADDRESSES="1", CAVEAT_WARC_GZIP_LEVEL="9")
-    return env
-
-
-def _caveat(settings, *args, code: str = "from app.cli import main; main()", **kw) -> subprocess.Popen:
+def _caveat(settings, *args, code: str = CLI[-1], **kw) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", code, *args], cwd=REPO,
-                            env=_env(settings), stdout=subprocess.PIPE, stderr=subprocess.PIPE, **kw)
+                            env=cli_env(settings, CAVEAT_WARC_GZIP_LEVEL="9"), stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, **kw)
 
 
 # For kill points that must land inside a record: every os.write of the capture process sleeps 20 ms

@@ -17,7 +17,7 @@ from app.models import Snapshot
 from app.services.capture import PROCESS_MIN_URLS, capture_urls, default_processes, spool_dir
 from app.services.snapshots import load_record
 from app.services.warcfiles import index_path
-from tests.capture_helpers import REPO, ref_tool, run, warc_files
+from tests.capture_helpers import CLI, REPO, cli_env, ref_tool, run, warc_files
 
 
 def _page(i: int) -> bytes:
@@ -151,8 +151,7 @@ def test_a_worker_that_dies_fails_only_its_urls(db, server, stages):
     assert len(stored) == len(urls) - 1
     for r in stored:
         assert load_record(db.settings, r.snapshot).fixity == "ok"
-    verify = run([sys.executable, "-c", "from app.cli import main; main()", "verify"], cwd=REPO,
-                 env={**_env(db.settings)})
+    verify = run([*CLI, "verify"], cwd=REPO, env=cli_env(db.settings))
     assert verify.returncode == 0, verify.stdout + verify.stderr
 
 
@@ -194,21 +193,13 @@ def test_default_processes():
     assert default_processes(S, 1000, 8) == 3
 
 
-def _env(settings) -> dict:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CAVEAT_")}
-    env.update(CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.db_url,
-               CAVEAT_ALLOW_PRIVATE_ADDRESSES="1")
-    return env
-
-
 def test_cli_capture_of_many_urls_forks_workers(db, server):
     """The CLI is single-threaded, so its workers are plain forks; a URL file feeds it."""
     urls = [server.route(f"/c{i}", _page(i)) for i in range(PROCESS_MIN_URLS)]
     listing = Path(db.settings.data_dir) / "urls.txt"
     listing.write_text("# leaderboards\n" + "\n".join(urls) + "\n\n")
-    proc = subprocess.run([sys.executable, "-c", "from app.cli import main; main()", "-v", "capture",
-                           "--from-file", str(listing)], cwd=REPO, env=_env(db.settings), capture_output=True,
-                          text=True, timeout=300)
+    proc = subprocess.run([*CLI, "-v", "capture", "--from-file", str(listing)], cwd=REPO,
+                          env=cli_env(db.settings), capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     assert f"fetching {PROCESS_MIN_URLS} URL(s) in 8 worker processes (fork)" in proc.stderr
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("200  ")]

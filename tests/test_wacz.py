@@ -11,7 +11,7 @@ import zipfile
 import httpx
 import pytest
 
-from app.models import Snapshot, Source
+from app.models import Source
 from app.services.capture import capture_urls
 from archive.importer import scan_warc
 from tests.refbin import Pywb, tool

@@ -19,6 +19,7 @@ from app.config import Settings
 from app.errors import NotFound
 from app.models import Snapshot
 from archive.citeid import normalize_citation_id
+from archive.headers import first as first_header
 from archive.reader import RecordUnreadable, WarcRecord, read_record
 
 MAX_REVISIT_DEPTH = 5
@@ -37,8 +38,7 @@ class StoredResponse:
     warnings: list[str] = field(default_factory=list)
 
     def header(self, name: str) -> str | None:
-        name = name.lower()
-        return next((v for k, v in self.headers if k.lower() == name), None)
+        return first_header(self.headers, name)
 
     @property
     def content_type(self) -> str | None:
