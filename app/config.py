@@ -40,6 +40,15 @@ class Settings(BaseSettings):
         None, description="Worker processes that fetch and compress for a capture of 32 or more URLs "
         "(0: fetch in threads of the capturing process). Default: one per concurrent fetch (8).",
     )
+    decode_max_bytes: int = Field(
+        200 * 1024 * 1024, description="Most bytes any decoding of archived data may produce (a WARC record "
+        "inflated, a Content-Encoding undone); past it the decoding stops with a message naming this "
+        "setting, and the stored bytes stay servable raw.",
+    )
+    decode_max_ratio: int = Field(
+        100, description="Most times larger than its encoded form a Content-Encoding-decoded body may get "
+        "(bodies under 1 MiB decoded are exempt); past it decoding stops, as for CAVEAT_DECODE_MAX_BYTES.",
+    )
     user_agent: str = Field(
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
     )

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import mmap
 import re
-import zlib
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator
 
+from archive.indexer import DEFAULT_MAX_RECORD, _inflate_member
 from archive.reader import RecordUnreadable, WarcRecord, parse_record
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
@@ -84,7 +84,9 @@ def _split(data: bytes, base: int, *, label: str) -> Iterator[Scanned]:
         pos = end
 
 
-def scan_warc(path: Path | str) -> Iterator[Scanned]:
+def scan_warc(path: Path | str, *, max_record_bytes: int = DEFAULT_MAX_RECORD) -> Iterator[Scanned]:
+    """Every record of ``path``; a gzip member that inflates past ``max_record_bytes`` is reported and
+    skipped without keeping its bytes (a decompression bomb cannot exhaust memory)."""
     path = Path(path)
     size = path.stat().st_size
     if size == 0:
@@ -96,30 +98,26 @@ def scan_warc(path: Path | str) -> Iterator[Scanned]:
             return
         pos = 0
         while pos < size:
-            d = zlib.decompressobj(31)
-            parts: list[bytes] = []
-            at = pos
-            try:
-                while not d.eof and at < size:
-                    chunk = data[at:at + CHUNK]
-                    parts.append(d.decompress(chunk))
-                    at += len(chunk)
-            except zlib.error as exc:
+            state, end, out = _inflate_member(data, pos, size, max_record_bytes)
+            if state == "bad":
                 nxt = data.find(GZIP_MAGIC, pos + 1)
-                yield Scanned(pos, problem=f"damaged gzip data ({exc}); skipped to "
+                yield Scanned(pos, problem=f"damaged gzip data ({out.decode(errors='replace')}); skipped to "
                                            f"{'offset ' + str(nxt) if nxt >= 0 else 'the end of the file'}")
                 if nxt < 0:
                     return
                 pos = nxt
                 continue
-            out = b"".join(parts)
-            if not d.eof:
-                yield from (s for s in _split(out, pos, label=path.name) if s.record is not None)
+            if state == "cut":
+                if out:
+                    yield from (s for s in _split(out, pos, label=path.name) if s.record is not None)
                 yield Scanned(pos, problem="truncated: the file ends inside this record's gzip member "
                                            "(the file was cut short); records before it are kept")
                 return
-            many = list(_split(out, pos, label=path.name))
-            yield from many
-            pos = at - len(d.unused_data)
+            if state == "big":
+                yield Scanned(pos, problem=f"the record inflates past {max_record_bytes:,} bytes "
+                                           "(CAVEAT_DECODE_MAX_BYTES); skipped without decoding it further")
+            else:
+                yield from _split(out, pos, label=path.name)
+            pos = end
             while pos < size and data[pos:pos + 1] == b"\x00":
                 pos += 1

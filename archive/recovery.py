@@ -78,3 +78,24 @@ def truncate_tail(path: Path | str, keep_until: int) -> int:
     finally:
         os.close(fd)
     return size - keep_until
+
+
+def keep_aside(path: Path | str, offset: int) -> Path:
+    """Copy the bytes of ``path`` from ``offset`` on into a new ``<name>.<n>.torn`` file beside it,
+    fsynced, so cutting them loses nothing; returns the new file."""
+    path = Path(path)
+    n = 0
+    while (target := path.with_name(f"{path.name}.{n}.torn")).exists():
+        n += 1
+    with open(path, "rb") as src, open(target, "xb") as out:
+        src.seek(offset)
+        while chunk := src.read(READ):
+            out.write(chunk)
+        out.flush()
+        os.fsync(out.fileno())
+    fd = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return target

@@ -52,15 +52,14 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
 
     base = obj.settings.base_url
     bad = 0
-    with obj.session() as s:
-        reports = import_warcs(obj.database(), s, list(files))
-        for r in reports:
-            for snap in r.imported:
-                click.echo(f"{snap.citation_id}  {base}/c/{snap.citation_id}  {snap.url}")
-            for line in r.problems:
-                click.echo(f"bad record in {r.path}: {line}", err=True)
-            bad += len(r.problems)
-            click.echo(f"{r.path}: {len(r.imported)} imported, {len(r.skipped)} skipped, {len(r.problems)} bad",
-                       err=True)
+    reports = import_warcs(obj.database(), list(files))
+    for r in reports:
+        for snap in r.imported:
+            click.echo(f"{snap.citation_id}  {base}/c/{snap.citation_id}  {snap.url}")
+        for line in r.problems:
+            click.echo(f"bad record in {r.path}: {line}", err=True)
+        bad += len(r.problems)
+        click.echo(f"{r.path}: {len(r.imported)} imported, {len(r.skipped)} skipped, {len(r.problems)} bad",
+                   err=True)
     if bad:
         sys.exit(1)

@@ -26,7 +26,7 @@ from archive.citeid import citation_id_for_record
 from archive.fetcher import Limits
 from archive.prepare import FetchedHop, ProcessStage, ThreadStage
 from archive.timestamps import bump, parse_ts17
-from archive.warcwriter import build_revisit
+from archive.warcwriter import build_record, build_revisit
 
 log = logging.getLogger("caveat.capture")
 BATCH = 64  # records of at most this many URLs share one fsync and one commit
@@ -91,11 +91,14 @@ def _fetch_stage(settings, n_urls: int, workers: int, processes: int):
 def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                  progress: Callable[[CaptureResult], None] | None = None,
                  notice: Callable[[str], None] | None = None, workers: int = WORKERS,
-                 processes: int | None = None) -> list[CaptureResult]:
+                 processes: int | None = None, source_info: bytes | None = None) -> list[CaptureResult]:
     """Capture each URL; returns one result per URL, in order. ``progress(result)`` is called as
     each URL's rows commit; ``notice(message)`` hears about repairs (a torn tail truncated).
     ``workers`` fetches run at once in threads, or ``processes`` worker processes fetch and compress,
-    one URL at a time each (default: :func:`default_processes`; 0 fetches in threads)."""
+    one URL at a time each (default: :func:`default_processes`; 0 fetches in threads).
+    ``source_info``: the block of a ``metadata`` record written beside each final response, naming the
+    source it was crawled for (``app.services.reindex.source_metadata``), so the WARC files alone
+    can rebuild the sources."""
     results: list[CaptureResult | None] = [None] * len(urls)
     if not urls:
         return []
@@ -128,7 +131,7 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                         batch_started = time.monotonic()
                     batch.append((i, hops))
                 if batch and (not finished or len(batch) >= BATCH or not in_flight):
-                    _store_batch(db, store, urls, batch, results, source_id, progress)
+                    _store_batch(db, store, urls, batch, results, source_id, progress, source_info)
                     batch = []
             finished_cleanly = True
         finally:
@@ -157,7 +160,7 @@ def _tell(progress, result: CaptureResult) -> None:
 
 
 def _store_batch(db: Database, store: WarcStore, urls: list[str], batch: list[tuple[int, list[FetchedHop]]],
-                 results: list, source_id: int | None, progress) -> None:
+                 results: list, source_id: int | None, progress, source_info: bytes | None = None) -> None:
     """Write every record of the batch, fsync, then commit its rows. On any failure the file is cut
     back to where the batch started and no row commits."""
     batch = sorted(batch, key=lambda item: item[0])  # fetches finish in any order; records follow the URL list
@@ -170,6 +173,12 @@ def _store_batch(db: Database, store: WarcStore, urls: list[str], batch: list[tu
             planner = _Planner(s, [hop for _, hops in batch for hop in hops], writer.level)
             for i, hops in batch:
                 rows = [planner.write_hop(writer, hop, source_id) for hop in hops]
+                if source_info and rows:
+                    last = rows[-1]
+                    writer.append(build_record("metadata", [("WARC-Target-URI", last["url"]),
+                                                            ("WARC-Concurrent-To", last["record_id"])],
+                                               content_type="application/warc-fields", ts=last["timestamp"],
+                                               head=source_info, level=writer.level))
                 done.append((i, rows, hops))
             writer.sync()
             all_rows = [r for _, rows, _ in done for r in rows]

@@ -28,6 +28,7 @@ from app.models import Crawl, Snapshot, Source, utcnow
 from app.services.audit import audit_entries
 from app.services.capture import capture_urls
 from app.services.claims import SourceState, StoreSummary, store_parse
+from app.services.reindex import source_metadata
 from app.services.snapshots import load_record
 from app.services.sources import get_source, list_sources, set_guessed_kind
 
@@ -127,7 +128,8 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
     snapshot_id = None
     try:
         progress("capture", report)
-        result = capture_urls(db, [source.url], source_id=source.id)[0]
+        result = capture_urls(db, [source.url], source_id=source.id,
+                              source_info=source_metadata(source.name, source.url, source.kind))[0]
         snap = result.snapshot
         snapshot_id = snap.id if snap is not None else None
         report.snapshot = snap.citation_id if snap is not None else None

@@ -144,9 +144,12 @@ class _Importer:
                     break
 
 
-def import_warcs(db: Database, session, paths: list[str | Path],
+def import_warcs(db: Database, paths: list[str | Path],
                  progress: Callable[[FileReport], None] | None = None) -> list[FileReport]:
-    """Import each file; rows are added to ``session`` and flushed (the caller commits)."""
+    """Import each file in its own transaction, committed while the WARC store's lock is still held
+    (so no capture can mistake the copied records for a torn tail before their rows exist). A file
+    that fails part way is cut back out of our WARC and rolled back alone, with the reason in its
+    report; the files before it stay imported."""
     missing = [str(p) for p in paths if not Path(p).is_file()]
     if missing:
         raise BadRequest(f"no such file: {', '.join(missing)}. Give paths to .warc or .warc.gz files.")
@@ -157,25 +160,33 @@ def import_warcs(db: Database, session, paths: list[str | Path],
             writer = store.writer
             start = writer.size
             report = FileReport(str(p))
-            imp = _Importer(session, writer, Path(p).name)
             try:
-                for item in scan_warc(p):
-                    if not item.ok:
-                        report.problems.append(item.describe())
-                        continue
-                    rec = item.record
-                    if rec.warc_type not in ("response", "revisit"):
-                        report.skipped.append(f"offset {item.offset}: {rec.warc_type} record")
-                        continue
-                    imp.add(rec, report, item)
+                with db.Session.begin() as session:
+                    imp = _Importer(session, writer, Path(p).name)
+                    for item in scan_warc(p, max_record_bytes=db.settings.decode_max_bytes):
+                        if not item.ok:
+                            report.problems.append(item.describe())
+                            continue
+                        rec = item.record
+                        if rec.warc_type not in ("response", "revisit"):
+                            report.skipped.append(f"offset {item.offset}: {rec.warc_type} record")
+                            continue
+                        imp.add(rec, report, item)
+                    writer.sync()
+                    imp.assign_ids(report.imported)
+                    session.add_all(report.imported)
+                    session.flush()
+            except Exception as exc:
+                writer.truncate(start)
                 writer.sync()
-                imp.assign_ids(report.imported)
-                session.add_all(report.imported)
-                session.flush()
+                report.problems.append(f"import of this file stopped and was undone ({type(exc).__name__}: {exc}); "
+                                       "nothing from it was kept")
+                report.imported = []
             except BaseException:
                 writer.truncate(start)
                 writer.sync()
                 raise
+            store.update_cdxj(report.imported)
             reports.append(report)
             if progress:
                 progress(report)

@@ -2,9 +2,11 @@
 
 :class:`WarcStore` holds an exclusive lock on ``<warc_dir>/.capture.lock`` (between processes via
 ``flock``, between threads via a lock) for as long as it is open, so exactly one writer appends to
-the newest file. Opening it repairs that file: everything after the last record the ``snapshots``
-table points at (a partial gzip member, or complete records whose rows never committed because the
-process was killed) is truncated, and a notice says so.
+the newest file, and for the whole of every write (from the first byte appended until its rows
+commit). Opening it catches the index up with the files: every whole record after the last indexed
+byte of each file (fsynced, but its rows never committed, or a database older than the files) is
+indexed, never removed. Only a torn record at the end of the newest file (bytes after the last whole,
+well-formed record, when nothing readable follows) is cut, after being copied to a ``.torn`` file.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from app.config import Settings
 from app.db import Database
 from app.models import Snapshot
 from archive.cdxj import CdxjRow, merge_index, write_index
-from archive.recovery import scan_members, truncate_tail
+from archive.recovery import keep_aside, truncate_tail
 from archive.timestamps import ts14, ts17
 from archive.warcwriter import WarcWriter
 
@@ -42,13 +44,17 @@ def new_warc_name() -> str:
 
 
 class WarcStore:
-    def __init__(self, db: Database, *, notice: Callable[[str], None] | None = None):
+    def __init__(self, db: Database, *, notice: Callable[[str], None] | None = None,
+                 progress: Callable[[str], None] | None = None):
         self.db = db
         self.settings = db.settings
         self.notice = notice
         self.writer: WarcWriter | None = None
         self.repaired = False
+        self.progress = progress
         self._lock_file = None
+        self._reindexer = None
+        self._walks: dict = {}
 
     # -- lifecycle ----------------------------------------------------------------------------
     def __enter__(self) -> "WarcStore":
@@ -87,10 +93,10 @@ class WarcStore:
     # -- files --------------------------------------------------------------------------------
     def _open_current(self) -> None:
         files = sorted(self.settings.warc_dir.glob(PATTERN))
+        self.catch_up(files)
         if files:
             path = files[-1]
-            self.repair(path)
-            if path.stat().st_size < self.settings.warc_rotate_bytes:
+            if self.repair(path) and path.stat().st_size < self.settings.warc_rotate_bytes:
                 self.writer = self._writer(path)
                 return
         self.writer = self._writer(self.settings.warc_dir / new_warc_name())
@@ -105,36 +111,67 @@ class WarcStore:
             self.writer.close()
             self.writer = self._writer(self.settings.warc_dir / new_warc_name())
 
-    def indexed_end(self, name: str) -> int | None:
-        """End of the last byte any ``snapshots`` row points at in file ``name``."""
+    def indexed_ends(self) -> dict[str, int]:
+        """Per WARC file, the end of the last byte any ``snapshots`` row points at."""
         with self.db.Session() as s:
-            a, b = s.execute(select(func.max(Snapshot.offset + Snapshot.length),
+            rows = s.execute(select(Snapshot.warc_file, func.max(Snapshot.offset + Snapshot.length),
                                     func.max(Snapshot.request_offset + Snapshot.request_length))
-                             .where(Snapshot.warc_file == name)).one()
-        ends = [x for x in (a, b) if x is not None]
-        return max(ends) if ends else None
+                             .group_by(Snapshot.warc_file)).all()
+        return {name: max(x for x in (a, b) if x is not None) for name, a, b in rows}
 
-    def repair(self, path: Path) -> int:
-        """Truncate whatever follows the last indexed record of ``path``; returns bytes removed."""
+    def indexed_end(self, name: str) -> int | None:
+        return self.indexed_ends().get(name)
+
+    def reindexer(self):
+        from app.services.reindex import Reindexer
+
+        if self._reindexer is None:
+            self._reindexer = Reindexer(self.db, progress=self.progress)
+        return self._reindexer
+
+    def catch_up(self, files: list[Path]) -> int:
+        """Index every whole record after the last indexed byte of each of our files (records that were
+        fsynced but whose rows never committed, or a database that is older or newer than the files).
+        Never removes anything; returns how many records were indexed."""
+        ends = self.indexed_ends()
+        total = 0
+        for path in files:
+            start = ends.get(path.name, 0)
+            if path.stat().st_size <= start:
+                continue
+            result = self.reindexer().index_file(path, start)
+            self._walks[path.name] = result.walk
+            if result.indexed:
+                total += result.indexed
+                self.repaired = True
+                self._say(f"indexed {result.indexed:,} record(s) found in {path.name} without index rows "
+                          f"(they are kept; run `caveat reindex` to re-derive entries from them)")
+            for p in result.problems:
+                if not p.startswith(("torn tail", "damaged tail")):
+                    self._say(f"{path.name}: {p}")
+        if total:
+            self.reindexer().link_revisits()
+        return total
+
+    def repair(self, path: Path) -> bool:
+        """Make ``path`` safe to append to. Only a torn record is removed: the bytes after the last whole,
+        well-formed record, when nothing readable follows them; they are first copied to a ``.torn``
+        file beside it. Returns False when the file must not be appended to (damage with whole records
+        after it: nothing is cut, a new file is started)."""
+        rep = self._walks.get(path.name)
+        if rep is None or rep.tail is None:
+            return True
         size = path.stat().st_size
-        keep = self.indexed_end(path.name)
-        if keep is None:  # nothing indexed: keep the leading warcinfo record if it is whole
-            first = scan_members(path, 0).members[:1]
-            keep = first[0][1] if first else 0
-        if size <= keep:
-            return 0
-        scan = scan_members(path, keep)
-        removed = truncate_tail(path, keep)
+        if rep.tail == "damaged":
+            self._say(f"{path.name} is damaged at {rep.tail_detail}, and whole records follow; nothing was cut. "
+                      f"New records go to a new file; `caveat verify` lists what is affected.")
+            return False
+        torn = keep_aside(path, rep.good_end)
+        truncate_tail(path, rep.good_end)
         self.repaired = True
-        whole = len(scan.members)
-        parts = []
-        if whole:
-            parts.append(f"{whole} complete record(s) whose index rows never committed")
-        if scan.torn_bytes:
-            parts.append(f"a partial record of {scan.torn_bytes:,} bytes")
-        self._say(f"torn tail repaired: {path.name} truncated from {size:,} to {keep:,} bytes "
-                  f"({' and '.join(parts)}, left by an interrupted capture)")
-        return removed
+        self._say(f"torn tail repaired: {path.name} cut from {size:,} to {rep.good_end:,} bytes: a partial record "
+                  f"of {size - rep.good_end:,} bytes left by an interrupted write, kept in {torn.name}")
+        return True
 
     # -- index --------------------------------------------------------------------------------
     def update_cdxj(self, snapshots: list[Snapshot]) -> int:
