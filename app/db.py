@@ -38,7 +38,7 @@ def make_engine(url: str) -> Engine:
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA synchronous=FULL")  # a commit is durable once it returns, like the WARC fsync
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 
@@ -84,7 +84,8 @@ class Database:
         if current != head:
             where = "has no Caveat tables" if current is None else f"is at migration {current}, not {head}"
             raise NotMigrated(
-                f"The database {self.safe_url()} {where}. Run `caveat init` to create or upgrade it."
+                f"The database {self.safe_url()} {where}. Run `caveat init` to create or upgrade it "
+                f"(it offers to rebuild the index from the WARC files already in the data folder: `caveat init --reindex`)."
             )
 
     def safe_url(self) -> str:

@@ -177,24 +177,33 @@ def walk(path: Path | str, start: int = 0, *, max_record_bytes: int = DEFAULT_MA
                 if not data[pos:].strip(b"\x00"):
                     rep.good_end = size  # zero padding at the end: nothing lost, nothing to cut
                     return
-                _stop(rep, data, pos, size, "the bytes here do not start a gzip member")
-                return
+                pos = _stop(rep, data, pos, size, "the bytes here do not start a gzip member")
+                if pos is None:
+                    return
+                continue
             state, end, raw = _inflate_member(data, pos, size, max_record_bytes)
             if state == "cut":
-                _stop(rep, data, pos, size, "the file ends inside this gzip member (an interrupted write)")
-                return
+                pos = _stop(rep, data, pos, size, "the file ends inside this gzip member (an interrupted write)")
+                if pos is None:
+                    return
+                continue
             if state == "bad":
-                _stop(rep, data, pos, size, f"damaged gzip data ({raw.decode(errors='replace')})")
-                return
+                pos = _stop(rep, data, pos, size, f"damaged gzip data ({raw.decode(errors='replace')})")
+                if pos is None:
+                    return
+                continue
             if state == "big":
                 yield Found(pos, end - pos, problem=f"the record inflates past {max_record_bytes:,} bytes "
                                                     "(CAVEAT_DECODE_MAX_BYTES); not indexed")
             else:
                 try:
-                    yield describe(raw, pos, end - pos)
+                    found = describe(raw, pos, end - pos)
                 except ValueError as exc:
-                    _stop(rep, data, pos, size, f"a whole gzip member that is not a WARC record ({exc})")
-                    return
+                    pos = _stop(rep, data, pos, size, f"a whole gzip member that is not a WARC record ({exc})")
+                    if pos is None:
+                        return
+                    continue
+                yield found
             pos = rep.good_end = end
 
 
@@ -208,30 +217,43 @@ def _walk_plain(data, start: int, size: int, rep: Walk) -> Iterator[Found]:
             return
         head_end = data.find(b"\r\n\r\n", pos)
         m = _CLEN.search(data, pos, head_end + 2) if head_end >= 0 else None
-        if data[pos:pos + 5] != b"WARC/" or m is None:
-            _stop(rep, data, pos, size, "not a WARC record header", plain=True)
-            return
-        end = head_end + 4 + int(m.group(1)) + 4
-        if end > size:
-            _stop(rep, data, pos, size, "the file ends inside this record (an interrupted write)", plain=True)
-            return
+        end = head_end + 4 + int(m.group(1)) + 4 if m is not None else size + 1
+        if data[pos:pos + 5] != b"WARC/" or m is None or end > size:
+            why = "the file ends inside this record (an interrupted write)" if m is not None and \
+                data[pos:pos + 5] == b"WARC/" else "not a WARC record header"
+            pos = _stop(rep, data, pos, size, why, plain=True)
+            if pos is None:
+                return
+            continue
         try:
-            yield describe(bytes(data[pos:end]), pos, end - pos)
+            found = describe(bytes(data[pos:end]), pos, end - pos)
         except ValueError as exc:
-            _stop(rep, data, pos, size, f"not a well-formed WARC record ({exc})", plain=True)
-            return
+            pos = _stop(rep, data, pos, size, f"not a well-formed WARC record ({exc})", plain=True)
+            if pos is None:
+                return
+            continue
+        yield found
         pos = rep.good_end = end
 
 
-def _stop(rep: Walk, data, pos: int, size: int, why: str, *, plain: bool = False) -> None:
-    """Record where the whole part ends and whether anything readable follows the damage."""
-    rep.good_end = pos
-    rep.tail_detail = f"offset {pos:,}: {why}"
-    rep.tail = "damaged" if _whole_record_after(data, pos, size, plain) else "torn"
+def _stop(rep: Walk, data, pos: int, size: int, why: str, *, plain: bool = False) -> int | None:
+    """Note damage at ``pos``. Returns where the next whole, well-formed record starts (the walk goes on
+    from there and the file is marked ``damaged``: nothing in it may be cut), or None when nothing
+    readable follows (a ``torn`` tail, unless damage was already seen)."""
+    nxt = _next_whole_record(data, pos, size, plain)
+    if rep.tail != "damaged":
+        rep.tail_detail = f"offset {pos:,}: {why}"
+        rep.tail = "damaged" if nxt is not None else "torn"
+    if nxt is None:
+        if rep.tail == "torn":
+            rep.good_end = pos
+        return None
+    rep.good_end = nxt
+    return nxt
 
 
-def _whole_record_after(data, pos: int, size: int, plain: bool) -> bool:
-    """Whether a complete, well-formed record starts anywhere after ``pos`` (then nothing may be cut)."""
+def _next_whole_record(data, pos: int, size: int, plain: bool) -> int | None:
+    """Where the first complete, well-formed record after ``pos`` starts, if any."""
     magic = b"WARC/1." if plain else GZIP_MAGIC
     at = data.find(magic, pos + 1)
     tries = 0
@@ -241,11 +263,10 @@ def _whole_record_after(data, pos: int, size: int, plain: bool) -> bool:
             head_end = data.find(b"\r\n\r\n", at)
             m = _CLEN.search(data, at, head_end + 2) if head_end >= 0 else None
             if m and head_end + 4 + int(m.group(1)) + 4 <= size:
-                return True
+                return at
         else:
             state, end, raw = _inflate_member(data, at, size, DEFAULT_MAX_RECORD)
-            if state in ("ok", "big"):
-                if state == "big" or raw.startswith(b"WARC/"):
-                    return True
+            if state == "big" or (state == "ok" and raw.startswith(b"WARC/")):
+                return at
         at = data.find(magic, at + 1)
-    return False
+    return None

@@ -73,12 +73,18 @@ def split_http(block: bytes) -> tuple[int | None, str | None, list[tuple[str, st
     return status, reason, _parse_fields(rest), payload
 
 
-def decompress_member(data: bytes, *, where: str) -> bytes:
+MAX_RECORD_BYTES = 1 << 30
+
+
+def decompress_member(data: bytes, *, where: str, max_bytes: int = MAX_RECORD_BYTES) -> bytes:
     d = zlib.decompressobj(31)
     try:
-        out = d.decompress(data)
+        out = d.decompress(data, max_bytes + 1)
     except zlib.error as exc:
         raise RecordUnreadable("corrupt", f"{where}: gzip data is damaged ({exc})") from exc
+    if len(out) > max_bytes:
+        raise RecordUnreadable("too_large", f"{where}: the record inflates past {max_bytes:,} bytes "
+                                            "(CAVEAT_DECODE_MAX_BYTES); not decoded")
     if not d.eof:
         raise RecordUnreadable("truncated", f"{where}: the gzip member ends early (record cut short)")
     if d.unused_data:
@@ -139,7 +145,7 @@ def _check_digests(rec: WarcRecord) -> None:
     rec.payload_digest_ok = _digest_verdict(rec, "WARC-Payload-Digest", "payload", rec.payload)
 
 
-def read_record(path: Path | str, offset: int, length: int) -> WarcRecord:
+def read_record(path: Path | str, offset: int, length: int, *, max_bytes: int = MAX_RECORD_BYTES) -> WarcRecord:
     """Read, decompress and check the record stored at ``offset`` (``length`` bytes) in ``path``."""
     path = Path(path)
     where = f"{path.name}@{offset}"
@@ -152,4 +158,6 @@ def read_record(path: Path | str, offset: int, length: int) -> WarcRecord:
     if len(data) < length:
         raise RecordUnreadable(
             "truncated", f"{where}: file ends {length - len(data)} bytes before the record does (file truncated)")
-    return parse_record(decompress_member(data, where=where), where=where)
+    if not data.startswith(b"\x1f\x8b"):  # an uncompressed .warc: the record's bytes as they are
+        return parse_record(data, where=where)
+    return parse_record(decompress_member(data, where=where, max_bytes=max_bytes), where=where)

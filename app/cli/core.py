@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import os
 
+import sys
+import time
+
 import click
 
 from app.cli import main
@@ -12,15 +15,21 @@ from app.config import Settings
 
 
 @main.command()
+@click.option("--reindex/--no-reindex", "do_reindex", default=None,
+              help="When the data folder holds WARC records the database has no rows for (a lost, replaced or "
+                   "restored database), rebuild the index from them (`caveat reindex`). Default: ask on a "
+                   "terminal, otherwise only say so.")
 @click.pass_obj
-def init(obj: CliContext) -> None:
+def init(obj: CliContext, do_reindex: bool | None) -> None:
     """Create the data folder and bring the database to the latest migration.
 
-    Safe to run again: it only applies migrations that are missing.
+    Safe to run again: it only applies migrations that are missing. If the WARC folder holds records
+    the database does not index, it offers to rebuild the index from them.
 
     \b
     Example:
       CAVEAT_DATA_DIR=./data caveat init
+      CAVEAT_DATABASE_URL=postgresql+psycopg2://postgres@127.0.0.1/caveat caveat init --reindex
     """
     s = obj.settings
     s.data_dir.mkdir(parents=True, exist_ok=True)
@@ -35,6 +44,50 @@ def init(obj: CliContext) -> None:
     else:
         click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
     click.echo(f"data folder {s.data_dir.resolve()}")
+    from app.services.reindex import unindexed_files
+
+    behind = unindexed_files(db)
+    if not behind:
+        return
+    click.echo(f"{len(behind)} WARC file(s) in {s.warc_dir} hold records this database does not index "
+               f"({', '.join(p.name for p in behind[:3])}{', ...' if len(behind) > 3 else ''}).")
+    if do_reindex is None and sys.stdin.isatty():
+        do_reindex = click.confirm("Rebuild the index from them now (caveat reindex)?", default=True)
+    if do_reindex:
+        _run_reindex(db, reparse=True)
+    else:
+        click.echo("Run `caveat reindex` to index them (nothing is lost until then: the next capture indexes "
+                   "the newest file's records too).")
+
+
+def _run_reindex(db, *, reparse: bool) -> None:
+    from app.services.reindex import reindex_all
+
+    started = time.monotonic()
+    report = reindex_all(db, progress=lambda m: click.echo(m, err=True), reparse=reparse)
+    for line in report.problems:
+        click.echo(f"problem: {line}", err=True)
+    if report.sources:
+        click.echo(f"sources recreated from the WARC files: {', '.join(report.sources)}")
+    click.echo(f"reindexed {report.indexed:,} record(s) from {len(report.files)} WARC file(s) "
+               f"in {time.monotonic() - started:.1f} s")
+
+
+@main.command()
+@click.option("--no-reparse", is_flag=True, help="Only rebuild the archive index; do not re-derive entries.")
+@click.pass_obj
+def reindex(obj: CliContext, no_reparse: bool) -> None:
+    """Rebuild the archive index from the WARC files alone: snapshots, revisits, request records,
+    citation ids (derived from record ids, so they come back the same), sources (from the metadata
+    records crawls write) and the CDXJ; then re-derive entries, flags and quotable answers by
+    reparsing. WARC files other tools wrote that are dropped into the WARC folder are indexed too.
+    Idempotent; a killed run resumes where it stopped. Holds the store's lock, so no capture runs meanwhile.
+
+    \b
+    Example:
+      caveat init && caveat reindex
+    """
+    _run_reindex(obj.database(), reparse=not no_reparse)
 
 
 def serving_settings(settings: Settings, host: str, port: int) -> Settings:

@@ -256,3 +256,69 @@ def warc_files(warc_dir: Path) -> list[Path]:
     files = [p for p in warc_dir.iterdir() if p.is_file() and (p.name.endswith(".warc.gz") or p.name.endswith(".warc"))] \
         if warc_dir.exists() else []
     return sorted(files, key=lambda p: (not p.name.startswith("caveat-"), p.name))
+
+
+def reindex_all(db: Database, *, progress: Callable[[str], None] | None = None,
+                reparse: bool = True) -> ReindexReport:
+    """Index every whole record of every WARC file in the data folder that has no row yet (Caveat's own
+    files and files other tools wrote that were dropped in), cut a torn tail off the newest of our
+    files (kept in a ``.torn`` file), link revisits, rebuild the CDXJ, and, with ``reparse``,
+    re-derive entries, flags and quotable answers by reparsing every source's snapshots."""
+    from app.services.warcfiles import PATTERN, WarcStore, rebuild_cdxj
+
+    say = progress or (lambda message: None)
+    report = ReindexReport()
+    with WarcStore(db, notice=say, writable=False) as store:
+        rx = Reindexer(db, progress=say)
+        files = warc_files(db.settings.warc_dir)
+        say(f"reindexing {len(files)} WARC file(s) in {db.settings.warc_dir}")
+        for path in files:
+            result = rx.index_file(path, 0)
+            report.files.append(result)
+            store._walks[path.name] = result.walk
+            say(f"{path.name}: {result.indexed:,} indexed, {result.already:,} already indexed"
+                + (f", {len(result.problems)} problem(s)" if result.problems else ""))
+        ours = sorted(db.settings.warc_dir.glob(PATTERN))
+        if ours:
+            store.repair(ours[-1])
+        rx.link_revisits()
+        lines = rebuild_cdxj(db)
+        say(f"CDXJ index rewritten: {lines:,} line(s)")
+        report.sources = rx.created_sources
+    if reparse:
+        from app.services.crawl import reparse_one
+        from app.services.sources import list_sources
+
+        with db.Session() as s:
+            sources = list_sources(s)
+        for src in sources:
+            r = reparse_one(db, db.settings, src)
+            say(f"reparsed {src.name}: {r.status}, {r.summary.new} new, {r.summary.changed} changed, "
+                f"{r.summary.unchanged} unchanged from {r.snapshots} snapshot(s)")
+    return report
+
+
+def unindexed_files(db: Database) -> list[Path]:
+    """WARC files in the data folder holding whole response or revisit records the index has no row for
+    after its last indexed byte (reads only those tails)."""
+    from sqlalchemy import func
+
+    with db.Session() as s:
+        ends = dict(s.execute(select(Snapshot.warc_file, func.max(Snapshot.offset + Snapshot.length))
+                              .group_by(Snapshot.warc_file)).all())
+        known = None
+    out = []
+    for path in warc_files(db.settings.warc_dir):
+        end = ends.get(path.name, 0)
+        if path.stat().st_size <= end:
+            continue
+        for found in walk(path, end):
+            if found.warc_type not in ("response", "revisit"):
+                continue
+            if known is None:
+                with db.Session() as s:
+                    known = set(s.scalars(select(Snapshot.record_id)))
+            if found.header("WARC-Record-ID") not in known:
+                out.append(path)
+                break
+    return out

@@ -45,8 +45,9 @@ def new_warc_name() -> str:
 
 class WarcStore:
     def __init__(self, db: Database, *, notice: Callable[[str], None] | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None, writable: bool = True):
         self.db = db
+        self.writable = writable
         self.settings = db.settings
         self.notice = notice
         self.writer: WarcWriter | None = None
@@ -65,7 +66,8 @@ class WarcStore:
         try:
             self._lock_file = open(s.warc_dir / ".capture.lock", "a+")
             fcntl.flock(self._lock_file.fileno(), fcntl.LOCK_EX)
-            self._open_current()
+            if self.writable:
+                self._open_current()
         except BaseException:
             self._release()
             raise
