@@ -160,8 +160,8 @@ def test_fixity_failure_is_said_plainly(client, captured, app):
     j = client.get(f"/c/{snap.citation_id}.json").json()
     assert j["fixity"] == "failed" and j["ok"] is False and j["fixity_detail"]
     assert client.get(f"/c/{snap.citation_id}", params={"q": "Qwen3-8B"}).status_code == 500
-    with app.state.db.Session() as s:
-        assert s.get(Snapshot, snap.id).fixity == "failed"
+    with app.state.db.Session() as s:  # reads never write: the row keeps what `caveat verify` recorded
+        assert s.get(Snapshot, snap.id).fixity == "unchecked"
 
 
 def test_head_on_a_citation_answers_like_get_without_a_body(client, captured):
@@ -170,3 +170,28 @@ def test_head_on_a_citation_answers_like_get_without_a_body(client, captured):
     assert r.status_code == 200 and r.content == b""
     assert r.headers["content-type"].startswith("text/html")
     assert client.head("/c/ZZZZ-ZZZZ").status_code == 404
+
+
+def test_a_citation_answers_while_another_process_holds_the_write_lock(client, captured, app):
+    """Reads never write: /c/{id} and the raw replay answer while a writer holds SQLite's lock."""
+    import subprocess
+    import sys
+
+    snap = captured[1]
+    db_path = app.state.settings.db_url.removeprefix("sqlite:///")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sqlite3, sys, time\n"
+         "c = sqlite3.connect(sys.argv[1], isolation_level=None)\n"
+         "c.execute('BEGIN IMMEDIATE'); c.execute(\"UPDATE sources SET url = url\")\n"
+         "print('locked', flush=True); time.sleep(120)", db_path],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        r = client.get(f"/c/{snap.citation_id}")
+        assert r.status_code == 200 and "Fixity verified just now" in r.text
+        assert client.get(f"/c/{snap.citation_id}.json").json()["fixity"] == "ok"
+        assert client.get(f"/web/{snap.timestamp}id_/{snap.url}").status_code == 200
+        assert holder.poll() is None  # the lock was held throughout
+    finally:
+        holder.kill()
+        holder.wait()

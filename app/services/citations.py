@@ -39,14 +39,19 @@ def quote_url(settings: Settings, citation_id: str, quote: str, prefix: str | No
     return f"{settings.base_url}{citation_path(cid)}?{urlencode(params, quote_via=urlquote)}"
 
 
-def snapshot_json(settings: Settings, snap: Snapshot) -> dict:
-    """The public face of one snapshot; ``id`` is its citation id."""
+def snapshot_json(settings: Settings, snap: Snapshot, stored: StoredResponse | None = None) -> dict:
+    """The public face of one snapshot; ``id`` is its citation id. With ``stored`` (a fresh read), fixity is
+    that read's verdict; otherwise the one `caveat verify` recorded last."""
     base = settings.base_url
+    if stored is not None:
+        fixity, detail, checked = stored.fixity, stored.fixity_detail, datetime.now(timezone.utc)
+    else:
+        fixity, detail, checked = snap.fixity, snap.fixity_detail, snap.fixity_checked_at
     return {
         "id": snap.citation_id, "url": snap.url, "timestamp": snap.timestamp, "status": snap.status,
-        "mime": snap.mime, "sha256": snap.sha256, "fixity": snap.fixity,
-        "fixity_checked_at": snap.fixity_checked_at.isoformat() if snap.fixity_checked_at else None,
-        "fixity_detail": snap.fixity_detail, "memento_datetime": memento.http_date(snap.timestamp),
+        "mime": snap.mime, "sha256": snap.sha256, "fixity": fixity,
+        "fixity_checked_at": checked.isoformat() if checked else None,
+        "fixity_detail": detail, "memento_datetime": memento.http_date(snap.timestamp),
         "record_type": snap.record_type, "record_id": snap.record_id, "payload_digest": snap.payload_digest,
         "payload_length": snap.payload_length, "warc_file": snap.warc_file, "offset": snap.offset,
         "length": snap.length, "origin": snap.origin,
@@ -70,15 +75,10 @@ def lookup(session: Session, citation_id: str) -> Snapshot:
 
 
 def check_fixity(session: Session, settings: Settings, snap: Snapshot) -> StoredResponse:
-    """Read the record and recompute its digests (every call); a new verdict is kept on the row (flushed)."""
-    stored = load_record(settings, snap, session=session)
-    if (snap.fixity, snap.fixity_detail) != (stored.fixity, stored.fixity_detail) or snap.fixity_checked_at is None:
-        # the row keeps the first check and every change of verdict; unchanged re-checks are not written
-        snap.fixity = stored.fixity
-        snap.fixity_detail = stored.fixity_detail
-        snap.fixity_checked_at = datetime.now(timezone.utc)
-        session.flush()
-    return stored
+    """Read the record and recompute its digests (every call). Reads never write: the verdict is
+    returned, not stored (only `caveat verify` records verdicts), so a citation answers while another
+    process holds the database's write lock."""
+    return load_record(settings, snap, session=session)
 
 
 def _entries_of(session: Session, snap: Snapshot) -> list[dict]:
@@ -98,10 +98,10 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
     from app.services.replay import captures
 
     others = [snapshot_json(settings, s) for s in captures(session, snap.url, limit=50) if s.id != snap.id]
-    data = snapshot_json(settings, snap)
+    data = snapshot_json(settings, snap, stored)
     data.update({
         "ok": stored.fixity == "ok",
-        "fixity_message": _fixity_message(snap),
+        "fixity_message": _fixity_message(snap, stored),
         "size": len(stored.raw_body) if stored.fixity == "ok" else snap.payload_length,
         "timemap_url": f"{settings.base_url}/timemap/link/{snap.url}",
         "entries": _entries_of(session, snap),
@@ -110,11 +110,11 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
     return data
 
 
-def _fixity_message(snap: Snapshot) -> str:
-    if snap.fixity == "ok":
+def _fixity_message(snap: Snapshot, stored: StoredResponse) -> str:
+    if stored.fixity == "ok":
         return f"Fixity verified just now: the stored bytes still match sha256 {snap.sha256}."
     return (f"FIXITY FAILED: the stored bytes of this record no longer match the digests recorded when it was "
-            f"archived ({snap.fixity_detail}). Do not rely on this copy; restore {snap.warc_file} from a backup.")
+            f"archived ({stored.fixity_detail}). Do not rely on this copy; restore {snap.warc_file} from a backup.")
 
 
 def _texts(stored: StoredResponse) -> tuple[str, str]:
@@ -132,7 +132,7 @@ def find_in_snapshot(session: Session, settings: Settings, snap: Snapshot, q: st
     stored = check_fixity(session, settings, snap)
     if stored.fixity != "ok":
         raise FixityError(f"Snapshot {snap.citation_id} failed its fixity check, so no quote in it can be "
-                          f"certified: {snap.fixity_detail}. Restore {snap.warc_file} from a backup.",
+                          f"certified: {stored.fixity_detail}. Restore {snap.warc_file} from a backup.",
                           citation_id=snap.citation_id, fixity="failed")
     text, source = _texts(stored)
     match = textquote.find_quote(text, q, prefix, suffix, source=source)
@@ -190,8 +190,8 @@ def _occurs_twice(match: textquote.QuoteMatch, q: str) -> bool:
 
 def snapshot_by_id(session: Session, settings: Settings, citation_id: str) -> dict:
     snap = lookup(session, citation_id)
-    check_fixity(session, settings, snap)  # recomputed on every read, as /c/{id} does
-    return snapshot_json(settings, snap)
+    stored = check_fixity(session, settings, snap)  # recomputed on every read, as /c/{id} does
+    return snapshot_json(settings, snap, stored)
 
 
 def get_canonical(citation_id: str) -> str | None:

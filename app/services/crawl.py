@@ -148,6 +148,11 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
             src = session.get(Source, source.id)
             snapshot = session.get(Snapshot, snap.id)
             stored = load_record(settings, snapshot, session=session)
+            if not stored.decoded:
+                report.status = "failed"
+                report.error = (f"snapshot {snap.citation_id} is archived (and served raw), but its body was not "
+                                f"parsed: {'; '.join(stored.warnings)}")
+                return report
             parsed = parse_snapshot(session, src, snapshot, stored, report)
             report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind)
             report.summary.warnings[:0] = _archive_warnings(stored)
@@ -211,6 +216,10 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
                 report.snapshots += 1
                 try:
                     stored = load_record(settings, snapshot, session=session)
+                    if not stored.decoded:
+                        report.summary.warnings.append(f"snapshot {snapshot.citation_id}: not parsed: "
+                                                       f"{'; '.join(stored.warnings)}")
+                        continue
                     with session.begin_nested():
                         parsed = parse_snapshot(session, src, snapshot, stored, report)
                         one = store_parse(session, src, snapshot, parsed, parser=parsed.kind, state=state)

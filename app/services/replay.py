@@ -121,9 +121,10 @@ def memento_headers(settings: Settings, snap: Snapshot, modifier: str = "") -> d
     }
 
 
-def fetch(settings: Settings, session: Session, snap: Snapshot) -> StoredResponse:
-    """The stored response with fixity checked; FixityError (500) when the bytes do not verify."""
-    stored = load_record(settings, snap, session=session)
+def fetch(settings: Settings, session: Session, snap: Snapshot, *, decode: bool = True) -> StoredResponse:
+    """The stored response with fixity checked; FixityError (500) when the bytes do not verify.
+    ``decode=False``: the body stays as stored (``id_`` serves the original bytes and never decodes)."""
+    stored = load_record(settings, snap, session=session, decode=decode)
     if stored.fixity != "ok":
         raise FixityError(
             f"The archived record {snap.citation_id} ({snap.url} at {snap.timestamp}) failed its fixity check "

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import threading
-import zlib
 from dataclasses import dataclass, field
 
 from sqlalchemy import select
@@ -19,6 +18,8 @@ from app.config import Settings
 from app.errors import NotFound
 from app.models import Snapshot
 from archive.citeid import normalize_citation_id
+from archive.decoding import DecodeLimits
+from archive.decoding import decode_content as _decode
 from archive.headers import first as first_header
 from archive.reader import RecordUnreadable, WarcRecord, read_record
 
@@ -36,6 +37,7 @@ class StoredResponse:
     fixity_detail: str | None = None
     record_type: str = "response"
     warnings: list[str] = field(default_factory=list)
+    decoded: bool = True  # False: ``body`` is still Content-Encoding-encoded (refused, undecodable, or not asked)
 
     def header(self, name: str) -> str | None:
         return first_header(self.headers, name)
@@ -45,51 +47,24 @@ class StoredResponse:
         return self.header("Content-Type")
 
 
-def decode_content(raw: bytes, encoding: str | None) -> tuple[bytes, str | None]:
-    """Undo ``Content-Encoding`` (gzip, x-gzip, deflate; identity). Returns (body, problem)."""
-    body = raw
-    codings = [c.strip().lower() for c in (encoding or "").split(",") if c.strip()]
-    for coding in reversed(codings):
-        try:
-            if coding in ("gzip", "x-gzip"):
-                body = _gunzip_all(body)
-            elif coding == "deflate":
-                try:
-                    body = zlib.decompress(body)
-                except zlib.error:
-                    body = zlib.decompress(body, -15)
-            elif coding in ("identity", ""):
-                continue
-            elif coding == "br":
-                try:
-                    import brotli  # type: ignore[import-not-found]
-                except ImportError:
-                    return raw, "Content-Encoding br cannot be decoded here (install brotli)"
-                body = brotli.decompress(body)
-            else:
-                return raw, f"unknown Content-Encoding {coding!r}; body left encoded"
-        except (zlib.error, OSError, ValueError) as exc:
-            return raw, f"Content-Encoding {coding} does not decode ({exc}); body left encoded"
-    return body, None
+def limits_of(settings: Settings) -> DecodeLimits:
+    return DecodeLimits(max_bytes=settings.decode_max_bytes, max_ratio=settings.decode_max_ratio)
 
 
-def _gunzip_all(data: bytes) -> bytes:
-    out = []
-    while data:
-        d = zlib.decompressobj(47)
-        out.append(d.decompress(data))
-        if not d.eof:
-            raise ValueError("gzip body is cut short")
-        data = d.unused_data.lstrip(b"\x00")
-    return b"".join(out)
+def decode_content(raw: bytes, encoding: str | None, limits: DecodeLimits = DecodeLimits()) -> tuple[bytes, str | None]:
+    """Undo ``Content-Encoding`` within ``limits`` (see ``archive.decoding``). Returns (body, problem)."""
+    return _decode(raw, encoding, limits)
 
 
 def _read(settings: Settings, snapshot: Snapshot) -> WarcRecord:
-    return read_record(settings.warc_dir / snapshot.warc_file, snapshot.offset, snapshot.length)
+    return read_record(settings.warc_dir / snapshot.warc_file, snapshot.offset, snapshot.length,
+                       max_bytes=settings.decode_max_bytes)
 
 
-def load_record(settings: Settings, snapshot: Snapshot, *, session: Session | None = None) -> StoredResponse:
-    """The HTTP response archived for ``snapshot``, with fixity recomputed from the WARC bytes."""
+def load_record(settings: Settings, snapshot: Snapshot, *, session: Session | None = None,
+                decode: bool = True) -> StoredResponse:
+    """The HTTP response archived for ``snapshot``, with fixity recomputed from the WARC bytes.
+    ``decode=False`` leaves ``body`` as the stored bytes (``decoded`` False): what ``id_`` serves."""
     problems: list[str] = []
     try:
         rec = _read(settings, snapshot)
@@ -107,11 +82,16 @@ def load_record(settings: Settings, snapshot: Snapshot, *, session: Session | No
     if raw is not None and hashlib.sha256(raw).hexdigest() != snapshot.sha256:
         problems.append("payload sha256 differs from the index")
     raw = raw or b""
-    body, warning = decode_content(raw, rec.http_header("Content-Encoding"))
+    encoding = rec.http_header("Content-Encoding")
+    if decode:
+        body, warning = decode_content(raw, encoding, limits_of(settings))
+    else:
+        body, warning = raw, None
     return StoredResponse(
         status=rec.http_status, headers=rec.http_headers, raw_body=raw, body=body, mime=snapshot.mime,
         fixity="failed" if problems else "ok", fixity_detail="; ".join(problems) or None,
         record_type=snapshot.record_type, warnings=[warning] if warning else [],
+        decoded=decode and warning is None,
     )
 
 

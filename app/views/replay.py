@@ -46,7 +46,7 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     snap = res.snapshot
     mheaders = replay.memento_headers(settings, snap, modifier)
     if modifier == "id_":
-        stored = replay.fetch(settings, session, snap)
+        stored = replay.fetch(settings, session, snap, decode=False)
         status, headers, body = replay.raw_parts(stored)
         resp = Response(content=body, status_code=status)
         resp.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1", "replace")) for k, v in headers]
@@ -57,7 +57,7 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
                              (b"x-content-type-options", b"nosniff"),
                              (b"cache-control", b"public, max-age=31536000, immutable")]
         return resp
-    replay.fetch(settings, session, snap)  # fixity on every read: a damaged record gets a 500, not a banner
+    replay.fetch(settings, session, snap, decode=False)  # fixity on every read: a damaged record gets a 500, not a banner
     templates = request.app.state.templates
     resp = templates.TemplateResponse(request, "replay_frame.html", {
         "snap": snap, "http_date": mheaders["Memento-Datetime"],
