@@ -99,3 +99,49 @@ def test_truncated_and_missing_files_are_reported(cli, db, server):
     result = cli("verify")
     assert result.exit_code == 1 and "(3 missing)" in result.output
     assert f"missing files: {snaps[0].warc_file}" in result.output
+
+
+def test_verify_catches_a_corrupted_sqlite_page(settings, server, cli):
+    from app.db import Database
+    from app.services.capture import capture_urls
+
+    db = Database(settings)
+    assert all(r.ok for r in capture_urls(db, [server.route(f"/v{i}", f"<p>{i}" + "y" * 3000) for i in range(40)]))
+    db.dispose()
+    import sqlite3
+
+    path = settings.db_url.removeprefix("sqlite:///")
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = 'ix_snapshots_url'").fetchone()[0]
+    con.close()
+    data = bytearray(open(path, "rb").read())
+    start = (root - 1) * page
+    data[start + 100:start + page - 100] = bytes([0x5A]) * (page - 200)  # scribble over one index page
+    open(path, "wb").write(bytes(data))
+    res = cli("verify")
+    assert res.exit_code == 1
+    assert "FAILED: the database" in res.output and "damaged" in res.output
+    assert "database  " in res.output  # the integrity check's own words are shown
+
+
+def test_verify_reports_unindexed_records_and_repair_indexes_them(settings, server, cli):
+    from sqlalchemy import delete
+
+    from app.db import Database
+    from app.models import Snapshot
+    from app.services.capture import capture_urls
+
+    db = Database(settings)
+    res = capture_urls(db, [server.route(f"/u{i}", f"<p>{i}</p>") for i in range(3)])
+    lost = res[1].snapshot.citation_id
+    with db.session() as s:
+        s.execute(delete(Snapshot).where(Snapshot.citation_id == lost))
+    db.dispose()
+    out = cli("verify")
+    assert out.exit_code == 1
+    assert f"unindexed {lost}" in out.output and "1 unindexed" in out.output
+    fixed = cli("verify", "--repair")
+    assert fixed.exit_code == 0, fixed.output
+    assert "ok: 3 record(s) checked" in fixed.output

@@ -73,16 +73,21 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
 
 @main.command()
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
+@click.option("--repair", is_flag=True, help="Index the whole WARC records the index lacks (`caveat reindex`), "
+              "then check again.")
 @click.pass_obj
-def verify(obj: CliContext, quiet: bool) -> None:
-    """Re-read every indexed WARC record and recompute its digests.
+def verify(obj: CliContext, quiet: bool, repair: bool) -> None:
+    """Check the database (SQLite's integrity check), re-read every indexed WARC record and recompute
+    its digests, and look for whole WARC records the index lacks.
 
-    Reports missing WARC files, truncated records and digest or index mismatches, one line each,
-    then a summary. Exits 1 when anything is wrong.
+    Reports a damaged database, missing WARC files, truncated records, digest or index mismatches and
+    unindexed records (whose citations answer 404), one line each with the citation id affected, then
+    a summary. Exits 1 when anything is wrong.
 
     \b
     Example:
       caveat verify
+      caveat verify --repair
     """
     from app.services.verify import verify_all
 
@@ -92,11 +97,30 @@ def verify(obj: CliContext, quiet: bool) -> None:
 
     with obj.session() as s:
         report = verify_all(s, obj.settings, progress=progress)
+    if repair and report.unindexed and not report.database:
+        from app.cli.core import _run_reindex
+
+        click.echo(f"repair: indexing {report.unindexed} record(s) from the WARC files", err=True)
+        _run_reindex(obj.database(), reparse=True)
+        with obj.session() as s:
+            report = verify_all(s, obj.settings, progress=progress)
+    for line in report.database[:20]:
+        click.echo(f"database  {line}")
     if report.passed:
-        click.echo(f"ok: {report.checked} record(s) checked, all digests match")
+        click.echo(f"ok: {report.checked} record(s) checked, all digests match; the database passed its "
+                   "integrity check and every whole WARC record is indexed")
         return
+    if report.database:
+        click.echo(f"FAILED: the database {obj.database(migrated=False).safe_url()} is damaged "
+                   f"({len(report.database)} problem(s)). Citations may answer 404 or wrong data. Restore it "
+                   "from a backup, or move it aside and run `caveat init --reindex`: the archive index, "
+                   "entries and flags come back from the WARC files (accounts and review decisions only "
+                   "from a backup).")
+        sys.exit(1)
     counts = ", ".join(f"{n} {k}" for k, n in sorted(report.counts().items()))
-    click.echo(f"FAILED: {len(report.problems)} of {report.checked} record(s) have problems ({counts})")
+    click.echo(f"FAILED: {len(report.problems)} of {report.checked + report.unindexed} record(s) have problems "
+               f"({counts})" + ("; `caveat verify --repair` indexes the unindexed ones"
+                                     if report.unindexed and not repair else ""))
     if report.missing_files:
         click.echo("missing files: " + ", ".join(sorted(report.missing_files)))
     sys.exit(1)

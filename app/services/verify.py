@@ -1,9 +1,12 @@
-"""``caveat verify``: re-read every indexed record, recompute its digests, report what is wrong.
+"""``caveat verify``: check the database, re-read every indexed record, recompute its digests, and
+find whole WARC records the index lacks; report what is wrong and which citations it affects.
 
 Each snapshot gets ``fixity`` (ok|failed), ``fixity_checked_at`` and ``fixity_detail`` updated
 (the service flushes; the command commits). Problems are grouped as ``missing`` (the WARC file is
 gone), ``truncated`` (the file ends inside the record), ``corrupt`` (gzip or WARC structure broken)
-and ``mismatch`` (bytes read fine but a digest or the index disagrees).
+``mismatch`` (bytes read fine but a digest or the index disagrees), ``unindexed`` (a whole record in a
+WARC file that no row points at: its citation id, derived from its record id, answers 404) and the
+database's own check (SQLite ``PRAGMA integrity_check``).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
 
-from sqlalchemy import select
+from sqlalchemy import select, text
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -27,7 +31,7 @@ class Problem:
     citation_id: str
     warc_file: str
     offset: int
-    kind: str  # missing | truncated | corrupt | mismatch
+    kind: str  # missing | truncated | corrupt | mismatch | unindexed | database
     detail: str
 
     def line(self) -> str:
@@ -40,10 +44,12 @@ class VerifyReport:
     ok: int = 0
     problems: list[Problem] = field(default_factory=list)
     missing_files: set[str] = field(default_factory=set)
+    database: list[str] = field(default_factory=list)  # what the database's own check found
+    unindexed: int = 0  # whole records in the WARC files with no index row
 
     @property
     def passed(self) -> bool:
-        return not self.problems
+        return not self.problems and not self.database
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -75,10 +81,50 @@ def _check_against_index(rec: WarcRecord, snap: Snapshot, referred_sha: dict[str
     return problems
 
 
+def database_check(session: Session) -> list[str]:
+    """The database's own integrity check: SQLite's ``PRAGMA integrity_check`` (its messages, or [] when
+    it says ok). PostgreSQL checks its pages itself; there the index is checked against the WARC files."""
+    if session.get_bind().dialect.name != "sqlite":
+        return []
+    try:
+        rows = [r[0] for r in session.execute(text("PRAGMA integrity_check")).all()]
+    except DBAPIError as exc:
+        return [f"the database cannot be read: {exc.orig}"]
+    return [] if rows == ["ok"] else rows
+
+
+def _unindexed(settings: Settings, known: set[str]) -> list[Problem]:
+    """Whole response/revisit records in the WARC folder that no index row points at."""
+    from app.services.reindex import warc_files
+    from archive.citeid import citation_id_for_record
+    from archive.indexer import walk
+
+    out = []
+    for path in warc_files(settings.warc_dir):
+        for found in walk(path, 0, max_record_bytes=settings.decode_max_bytes):
+            rid = found.header("WARC-Record-ID")
+            if found.warc_type in ("response", "revisit") and rid and rid not in known:
+                out.append(Problem(0, citation_id_for_record(rid), path.name, found.offset, "unindexed",
+                                   f"{found.header('WARC-Target-URI')} is in the WARC file but not in the index "
+                                   "(its citation answers 404); `caveat verify --repair` indexes it"))
+    return out
+
+
 def verify_all(session: Session, settings: Settings, *,
                progress: Callable[[Problem], None] | None = None) -> VerifyReport:
-    """Check every snapshot (in file order); updates their fixity columns and flushes."""
+    """Check the database, then every snapshot (in file order) against its WARC bytes, then every whole
+    WARC record against the index. Updates the snapshots' fixity columns and flushes."""
     report = VerifyReport()
+    report.database = database_check(session)
+    try:
+        _verify_records(session, settings, report, progress)
+    except DBAPIError as exc:
+        report.database.append(f"reading the index failed: {exc.orig}")
+        return report
+    return report
+
+
+def _verify_records(session: Session, settings: Settings, report: VerifyReport, progress) -> None:
     now = datetime.now(timezone.utc)
     snaps = session.scalars(select(Snapshot).order_by(Snapshot.warc_file, Snapshot.offset)).all()
     referred_sha = {s.record_id: s.sha256 for s in snaps}
@@ -91,7 +137,7 @@ def verify_all(session: Session, settings: Settings, *,
             kind, detail = "missing", f"WARC file {snap.warc_file} is missing from {settings.warc_dir}"
         else:
             try:
-                rec = read_record(path, snap.offset, snap.length)
+                rec = read_record(path, snap.offset, snap.length, max_bytes=settings.decode_max_bytes)
                 found = _check_against_index(rec, snap, referred_sha)
                 if found:
                     kind, detail = "mismatch", "; ".join(found)
@@ -112,4 +158,8 @@ def verify_all(session: Session, settings: Settings, *,
             if progress is not None:
                 progress(problem)
     session.flush()
-    return report
+    for problem in _unindexed(settings, set(referred_sha)):
+        report.unindexed += 1
+        report.problems.append(problem)
+        if progress is not None:
+            progress(problem)
