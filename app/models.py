@@ -101,6 +101,8 @@ class Crawl(Base):
     entries_unchanged: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     warnings: Mapped[list | None] = mapped_column(JSON)
     error: Mapped[str | None] = mapped_column(Text)
+    owner: Mapped[str | None] = mapped_column(String(200))  # "host:pid" of the process running it
+    lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # renewed while it runs
 
 
 class Recipe(Base):

@@ -15,10 +15,13 @@ and writes a new version only where the parse differs from what the entry held a
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
+from datetime import timedelta, timezone
 from typing import Callable
 
-from sqlalchemy import or_, select
+from sqlalchemy import or_, select, update
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -114,9 +117,60 @@ def _finish(db: Database, source_id: int, crawl_id: int, report: SourceReport, s
         src.last_warnings = s.warnings[:MAX_KEPT_WARNINGS] or None
 
 
-def _start(db: Database, source: Source, kind: str) -> int:
+LEASE = timedelta(minutes=30)  # a running crawl renews its lease at each stage; past it, it is presumed dead
+
+
+def owner_tag() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _alive_here(owner: str | None) -> bool | None:
+    """Whether the process named by ``owner`` still runs (None when it ran on another machine)."""
+    host, _, pid = (owner or "").rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def end_dead_crawls(db: Database) -> int:
+    """Mark failed every crawl row left ``running`` by a process that is gone: one of this machine whose
+    process no longer exists, or any whose lease expired. Returns how many were ended."""
+    now = utcnow()
+    ended = 0
     with db.session() as session:
-        crawl = Crawl(source_id=source.id, kind=kind, status="running")
+        for crawl in session.scalars(select(Crawl).where(Crawl.status == "running")):
+            alive = _alive_here(crawl.owner)
+            lease = crawl.lease_until
+            if lease is not None and lease.tzinfo is None:
+                lease = lease.replace(tzinfo=timezone.utc)
+            if alive is False:
+                why = f"the process running it ({crawl.owner}) ended before it finished"
+            elif alive is None and (lease is None or lease < now):
+                why = f"its lease expired at {lease.isoformat() if lease else 'an unknown time'} ({crawl.owner or 'no owner recorded'})"
+            else:
+                continue
+            crawl.status, crawl.finished_at = "failed", now
+            crawl.error = f"interrupted: {why}; found at the next start. The snapshot, if any, is kept."
+            ended += 1
+    return ended
+
+
+def _renew(db: Database, crawl_id: int) -> None:
+    with db.session() as session:
+        session.execute(update(Crawl).where(Crawl.id == crawl_id).values(lease_until=utcnow() + LEASE))
+
+
+def _start(db: Database, source: Source, kind: str) -> int:
+    end_dead_crawls(db)
+    with db.session() as session:
+        crawl = Crawl(source_id=source.id, kind=kind, status="running", owner=owner_tag(),
+                      lease_until=utcnow() + LEASE)
         session.add(crawl)
         session.flush()
         return crawl.id
@@ -143,6 +197,7 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
                             f"but was not parsed. Check the URL with `caveat source list`.")
             return report
         report.snapshots = 1
+        _renew(db, crawl_id)
         progress("parse", report)
         with db.session() as session:
             src = session.get(Source, source.id)
