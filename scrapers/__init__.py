@@ -76,31 +76,25 @@ def guess_kind(body: bytes | str, content_type: str | None) -> tuple[str, str]:
 
 
 def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None) -> ParseResult:
-    """Parse one archived response. Never raises on bad input; problems are in ``result.warnings``."""
+    """Parse one archived response. Never raises on bad input; problems are in ``result.warnings``.
+
+    The body is decoded once (``scrapers.decode``); ``result.text`` is that text and every quote and
+    selector offset refers to it.
+    """
     kind = (kind or "").strip().lower()
     result = ParseResult(kind=kind)
     if kind not in KINDS:
         result.warnings.append(f"unknown kind {kind!r}; use one of {', '.join(KINDS)}")
         return result
     try:
-        if kind == "json":
-            from scrapers.json_parser import parse_json
+        from scrapers.decode import decode_body
+        from scrapers.document import read
 
-            return parse_json(decode(body, content_type, result.warnings), result=result)
-        if kind == "html":
-            from scrapers.html import parse_html
-
-            return parse_html(body if isinstance(body, bytes) else body.encode("utf-8"), result=result)
-        if kind == "markdown":
-            from scrapers.markdown import parse_markdown
-
-            return parse_markdown(decode(body, content_type, result.warnings), result=result)
-        from scrapers.text import parse_text
-
-        is_html = bool(_HTML_START.match(body[:4096] if isinstance(body, bytes) else body[:4096].encode())) or \
-            "html" in (content_type or "").lower()
-        text = body if is_html else decode(body, content_type, result.warnings)
-        return parse_text(text, is_html=is_html, result=result)
+        dec = decode_body(body, content_type)
+        result.text, result.encoding = dec.text, dec.encoding
+        result.warnings += dec.warnings
+        return read(dec.text, kind=kind, content_type=content_type, result=result,
+                    raw=body if isinstance(body, bytes) else None)
     except Exception as exc:  # a parser bug must not abort a crawl; say what happened instead
         result.entries = []
         result.warnings.append(f"the {kind} parser failed on this document ({type(exc).__name__}: {exc}); "

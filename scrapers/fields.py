@@ -36,6 +36,8 @@ FIELDS: dict[str, type | tuple] = {
     # the numbers
     "headline_tps": float,      # the figure the page puts forward (tok/s)
     "headline_label": str,      # the column/label it sat under, e.g. "Fastest t/s", "tg128"
+    "phase": str,               # what the figure measures: decode | prefill | e2e (prompt + generation)
+    "scope": str,               # per_user (one stream) | aggregate (summed over concurrent requests)
     "test": str,                # llama-bench test name: "pp512", "tg128", "pp512+tg128"
     "steady_low": float,        # stated steady state, low end (tok/s)
     "steady_high": float,       # stated steady state, high end
@@ -68,6 +70,9 @@ class ParsedEntry:
     extra: dict[str, Any] = field(default_factory=dict)    # unknown source fields, verbatim
     warnings: list[str] = field(default_factory=list)      # per-field parse warnings, in words
     context: str = ""                                       # the row / sentence the entry came from
+    # field -> W3C TextQuoteSelector + TextPositionSelector into ParseResult.text:
+    # {"exact", "prefix", "suffix", "start", "end"}; text[start:end] == exact == quotes[field]
+    selectors: dict[str, dict] = field(default_factory=dict)
 
     def get(self, name: str, default=None):
         return self.fields.get(name, default)
@@ -78,3 +83,8 @@ class ParseResult:
     kind: str                                   # json | html | markdown | text
     entries: list[ParsedEntry] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)   # page-level warnings
+    text: str = ""                              # the decoded document every quote and offset refers to
+    encoding: str = ""                          # how it was decoded ("utf-8", "cp1252", ...)
+
+PHASES = ("decode", "prefill", "e2e")
+SCOPES = ("per_user", "aggregate")

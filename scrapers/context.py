@@ -1,0 +1,143 @@
+"""Scoped context: a fact applies from the narrowest place that states it.
+
+Scopes, narrowest first: the entry's own row label and column header, the table's caption (and, for a
+table inside a code block, the code block's caption), the innermost section (its heading and its text
+before the block), each enclosing section in turn, and the page (title and intro). A fact never crosses
+into a sibling section. Words such as "baseline", "without speculation", "no MTP" or "MTP off" in a
+narrow scope cancel the speculation facts of every wider scope. The page title's model applies only
+where nothing narrower names one. Per-measurement facts (concurrency, runs, prompt) come only from the
+entry's own words, its caption and its innermost section.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+from scrapers import pagefacts, phrases
+from scrapers.blocks import Block
+from scrapers.meaning import concurrency_of
+
+WIDE_FIELDS = ("model", "hardware", "gpu_count", "engine", "engine_version", "engine_commit", "engine_image",
+               "quantization", "tp", "pp", "ep", "dcp", "spec_method", "draft_tokens", "proposer", "context_length")
+NARROW_FIELDS = ("concurrency", "n_runs", "prompt")
+SPEC_FIELDS = ("spec_method", "draft_tokens", "proposer")
+CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-](?:spec|MTP|draft|eagle)|"
+                    r"\bMTP[\s:=-]*(?:off|disabled|none)\b|\bspec(?:ulative)?(?:\s+decoding)?[\s:=-]*(?:off|disabled|none)\b|"
+                    r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
+                    r"\bnon[\s-]spec|\bplain\s+decod", re.I)
+_MAX_SCOPE_TEXT = 4000
+
+
+@lru_cache(maxsize=4096)
+def facts(text: str, narrow: bool = False) -> tuple:
+    """``((field, value, quote), ...)`` stated in ``text`` (cached: the same section serves many rows)."""
+    if not text:
+        return ()
+    out: dict[str, tuple] = {}
+    for f, vq in pagefacts.facts("", text[:_MAX_SCOPE_TEXT]).items():
+        if f in WIDE_FIELDS:
+            out[f] = vq
+    if narrow:
+        for f, vq in phrases.extract(text[:_MAX_SCOPE_TEXT], strict=True).items():
+            if f in ("n_runs", "prompt"):
+                out.setdefault(f, vq)
+        c = concurrency_of(text[:_MAX_SCOPE_TEXT])
+        if c:
+            out.setdefault("concurrency", (c[0], c[1]))
+    return tuple((f, v, q) for f, (v, q) in out.items())
+
+
+def cancels(text: str) -> bool:
+    return bool(CANCEL.search(text or ""))
+
+
+class Page:
+    """The scopes of one segmented document."""
+
+    def __init__(self, text: str, blocks: list[Block]):
+        self.text = text
+        self.blocks = blocks
+        self.headings = {i: b for i, b in enumerate(blocks) if b.kind == "heading"}
+        self.title, self.intro, self.intro_span = self._title_intro()
+        self._section_text: dict[int, list[tuple[int, str, int, int]]] = {}
+        for i, b in enumerate(blocks):
+            if b.kind == "text":
+                self._section_text.setdefault(b.section_id, []).append((b.start, b.text, b.start, b.end))
+        self._parents: dict[int, list[int]] = {}
+        stack: list[tuple[int, int]] = []
+        for i, b in self.headings.items():
+            while stack and stack[-1][0] >= b.level:
+                stack.pop()
+            self._parents[i] = [s[1] for s in reversed(stack)]
+            stack.append((b.level, i))
+
+    def _title_intro(self) -> tuple[str, str, tuple[int, int]]:
+        title, intro, span = "", [], (0, 0)
+        for b in self.blocks:
+            if b.kind == "heading" and not title and not intro:
+                title = b.text
+                continue
+            if b.kind == "heading" and (title or intro):
+                break
+            if b.kind == "text" and sum(len(x) for x in intro) < 3000:
+                if not title and not intro:
+                    first = b.text.strip().split("\n", 1)[0].strip()
+                    if len(first) < 200:
+                        title = first
+                intro.append(b.text)
+                span = (span[0] if span[1] else b.start, b.end)
+            if b.kind in ("table", "code") and (title or intro):
+                break
+        return title, " ".join(intro)[:3000], span
+
+    def scopes(self, blk: Block | None) -> list[tuple[str, tuple[int, int], bool]]:
+        """(text, span, narrow) for each scope around ``blk``, narrowest first (the page last)."""
+        out: list[tuple[str, tuple[int, int], bool]] = []
+        if blk is None:
+            return [(self.title + " " + self.intro, self.intro_span, False)]
+        if blk.caption:
+            out.append((blk.caption, (blk.caption_start, blk.start), True))
+        if blk.table is not None and blk.table.title:
+            out.append((blk.table.title, (blk.start, blk.end), True))
+        sid = blk.section_id
+        chain = ([sid] + self._parents.get(sid, [])) if sid >= 0 else []
+        first = True
+        for hid in chain:
+            h = self.headings.get(hid)
+            texts = [t for (pos, t, a, b) in self._section_text.get(hid, []) if pos < blk.start]
+            body = " ".join(texts)
+            if len(body) > _MAX_SCOPE_TEXT:
+                body = body[:_MAX_SCOPE_TEXT // 2] + " " + body[-_MAX_SCOPE_TEXT // 2:]
+            span = (h.start, blk.start) if h else (0, blk.start)
+            out.append(((h.text if h else "") + " . " + body, span, first))
+            first = False
+        out.append((self.title + " . " + self.intro, self.intro_span, False))
+        return out
+
+
+def apply(draft, page: Page, outer: Block | None = None) -> None:
+    """Fill the draft's missing fields from its scopes, narrowest first; record the spans used."""
+    b = draft.builder
+    e = b.entry
+    blocked: set[str] = set()
+    if cancels(draft.local):
+        blocked.update(SPEC_FIELDS)
+    for f, v, q in facts(draft.local, True):
+        if f not in blocked and f != "model":
+            b.put(f, v, q)
+    scopes = page.scopes(draft.block)
+    if outer is not None and outer is not draft.block and outer.caption:
+        scopes.insert(0, (outer.caption, (outer.caption_start, outer.start), True))
+    for text, span, narrow in scopes:
+        if cancels(text.split(" . ", 1)[0] if not narrow else text) and not any(f in e.fields for f in SPEC_FIELDS):
+            blocked.update(SPEC_FIELDS)
+        before = set(e.fields)
+        for f, v, q in facts(text, narrow):
+            if f in blocked or f in e.fields:
+                continue
+            if f in NARROW_FIELDS and not narrow:
+                continue
+            b.put(f, v, q)
+        if set(e.fields) != before:
+            draft.spans.append(span)

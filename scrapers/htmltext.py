@@ -1,0 +1,67 @@
+"""An HTML page's text for the text pipeline: headings become ``#`` lines, ``<pre>``/``<code>`` blocks
+become fenced code (tool output pasted into a page), tables become pipe tables, paragraphs and list
+items become lines. Quotes are then found in the decoded HTML source for their selectors."""
+
+from __future__ import annotations
+
+import re
+
+from scrapers.fields import ParseResult
+
+_BLOCKS = {"p", "li", "blockquote", "dd", "dt", "figcaption", "caption", "div"}
+
+
+def html_to_text(html: str) -> tuple[str, str]:
+    import lxml.html
+
+    try:
+        tree = lxml.html.document_fromstring(html)
+    except Exception:  # lxml raises several types on garbage; the caller warns
+        return "", ""
+    for bad in tree.xpath("//script|//style|//nav|//footer|//noscript|//svg"):
+        bad.drop_tree()
+    title_el = tree.xpath("//title")
+    title = " ".join(title_el[0].text_content().split()) if title_el else ""
+    out: list[str] = []
+    for el in tree.iter():
+        tag = el.tag if isinstance(el.tag, str) else ""
+        if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
+            out.append("#" * int(tag[1]) + " " + " ".join(el.text_content().split()))
+        elif tag == "pre":
+            out.append("```\n" + el.text_content().strip("\n") + "\n```")
+        elif tag == "table" and not el.xpath("ancestor::table"):
+            rows = el.xpath(".//tr")
+            lines = []
+            for i, tr in enumerate(rows):
+                cells = [" ".join(c.text_content().split()).replace("|", "/") for c in tr if c.tag in ("td", "th")]
+                lines.append("| " + " | ".join(cells) + " |")
+                if i == 0:
+                    lines.append("|" + " --- |" * len(cells))
+            out.append("\n".join(lines))
+        elif tag in _BLOCKS and not el.xpath("ancestor::pre|ancestor::table|ancestor::p|ancestor::li"):
+            if tag == "div" and el.xpath(".//p|.//li|.//pre|.//table|.//div|.//h1|.//h2|.//h3"):
+                continue
+            t = " ".join(el.text_content().split())
+            if t:
+                out.append(t)
+    if title and not any(x.startswith("# ") for x in out[:3]):
+        out.insert(0, "# " + title)
+    return title, "\n\n".join(out)
+
+
+def read_html_text(html: str, result: ParseResult) -> ParseResult:
+    from scrapers import pipeline
+    from scrapers.selectors import pin
+
+    _title, text = html_to_text(html)
+    if not text.strip():
+        result.warnings.append("the HTML page has no readable text; nothing parsed")
+        return result
+    sub = pipeline.read_document(text, ParseResult(kind="html"))
+    for e in sub.entries:
+        e.selectors.clear()
+        pin(e, html, [])
+        e.quotes = {f: q for f, q in e.quotes.items() if q in html or f not in e.selectors}
+    result.entries += sub.entries
+    result.warnings += sub.warnings
+    return result

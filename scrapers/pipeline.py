@@ -1,0 +1,202 @@
+"""The parsing pipeline for any text document, as its stages:
+
+    decode (scrapers.decode) -> segment into typed blocks (scrapers.segment) -> known tool outputs
+    (scrapers.tools.*) -> tables read by meaning (scrapers.tables) -> prose (scrapers.prose)
+    -> scoped context (scrapers.context) -> entries (classified, de-duplicated, quotes pinned)
+
+Everything a stage saw but did not turn into an entry is counted, so the page's warnings say what was
+lost ("12 figures in 2 tables not read: ...").
+"""
+
+from __future__ import annotations
+
+import re
+import time
+
+from scrapers import context, tools
+from scrapers.blocks import Block
+from scrapers.fields import ParsedEntry, ParseResult
+from scrapers.meaning import numbers_in, says_tps
+from scrapers.prose import read_prose
+from scrapers.segment import segment
+from scrapers.selectors import pin
+from scrapers.tables import Draft, read_table
+
+TIME_BUDGET_S = 20.0      # a document that takes longer stops being read, with a warning
+MAX_ENTRIES = 200_000
+
+
+def _heading(blk: Block) -> str:
+    return blk.section[-1] if blk.section else ""
+
+
+def read_document(text: str, result: ParseResult, *, base: dict | None = None,
+                  blocks: list[Block] | None = None) -> ParseResult:
+    """Entries from a decoded text document (markdown, plain text, pasted tool output)."""
+    t0 = time.monotonic()
+    if blocks is None:
+        blocks = segment(text, result.warnings)
+    page = context.Page(text, blocks)
+    drafts: list[tuple[Draft, Block | None]] = []
+    seen: list[tuple[int, str]] = []
+    n_tables = 0
+    skipped_tables: list[str] = []
+    for blk in blocks:
+        if time.monotonic() - t0 > TIME_BUDGET_S:
+            result.warnings.append(f"stopped reading after {TIME_BUDGET_S:.0f} s at offset {blk.start} of "
+                                   f"{len(text)}; the rest of the document was not read")
+            break
+        if len(drafts) > MAX_ENTRIES:
+            result.warnings.append(f"more than {MAX_ENTRIES} figures; the rest of the document was not read")
+            break
+        inner = blk.children if blk.kind == "code" else [blk]
+        if blk.kind == "code":
+            found = tools.read_code(blk, text)
+            if found is not None:
+                drafts += [(d, blk) for d in found]
+                continue
+        for sub in inner:
+            if sub.kind == "table":
+                n_tables += 1
+                found = tools.read_table(sub, text)
+                if found is None:
+                    found = read_table(sub.table, caption=sub.caption or (blk.caption if blk is not sub else ""),
+                                       heading=_heading(sub), warnings=result.warnings, seen=seen)
+                    if not found and sub.table.shape != "panel":
+                        figs = sum(1 for r in sub.table.rows for c in r if re.search(r"\d", c.value))
+                        if figs and says_tps(sub.text + " " + sub.caption):
+                            skipped_tables.append(f"a {sub.table.shape} table '{sub.caption[:40] or _heading(sub)[:40]}' "
+                                                  f"({len(sub.table.rows)} rows): no tok/s column or row")
+                            seen.append((figs, "tables with no tok/s column or row"))
+                if sub.table.shape == "panel":
+                    found = found or []
+                    found += read_prose(text, _panel_block(sub), context_text=_heading(sub))
+                for d in found:
+                    d.block = d.block or sub
+                drafts += [(d, blk) for d in found]
+            elif sub.kind == "text":
+                found, claimed = tools.read_text(sub, text)
+                for d in found:
+                    d.block = d.block or sub
+                drafts += [(d, blk) for d in found]
+                rest = _unclaimed(sub, claimed)
+                for r in rest:
+                    for d in read_prose(text, r, context_text=_heading(sub) + " " + sub.caption):
+                        d.block = sub
+                        drafts.append((d, blk))
+    entries: list[ParsedEntry] = []
+    for d, outer in drafts:
+        context.apply(d, page, outer)
+        for f, (v, q) in (base or {}).items():
+            d.builder.put(f, v, q)
+        e = _finish(d)
+        if e is not None:
+            pin(e, text, d.spans)
+            entries.append(e)
+    result.entries += dedupe(entries)
+    _account(result, seen, n_tables, skipped_tables)
+    return result
+
+
+def _panel_block(sub: Block) -> Block:
+    """A panel's lines as one text block (its cells keep their offsets through the parent text)."""
+    return Block("text", sub.start, sub.end, sub.text, section=sub.section, section_id=sub.section_id,
+                 caption=sub.caption, caption_start=sub.caption_start)
+
+
+def _unclaimed(blk: Block, claimed: list[tuple[int, int]]) -> list[Block]:
+    if not claimed:
+        return [blk]
+    out, pos = [], blk.start
+    for a, b in sorted(claimed):
+        if a > pos:
+            out.append(Block("text", pos, a, blk.text[pos - blk.start:a - blk.start], section=blk.section,
+                             section_id=blk.section_id, in_code=blk.in_code))
+        pos = max(pos, b)
+    if pos < blk.end:
+        out.append(Block("text", pos, blk.end, blk.text[pos - blk.start:], section=blk.section,
+                         section_id=blk.section_id, in_code=blk.in_code))
+    return out
+
+
+def _finish(d: Draft) -> ParsedEntry | None:
+    b = d.builder
+    e = b.entry
+    if e.fields.get("headline_tps") is None:
+        return None
+    f = e.fields
+    if "phase" not in f:
+        f["phase"] = "decode"
+    c = f.get("concurrency")
+    if f.get("scope") == "aggregate" and c == 1:
+        f["scope"] = "per_user"
+    if "scope" not in f:
+        f["scope"] = "aggregate" if (c or 0) > 1 else "per_user"
+    return b.finish()
+
+
+def classify_entry(e: ParsedEntry) -> ParsedEntry:
+    """Phase and scope for an entry a reader built without them (tables of the html and json readers)."""
+    from scrapers.meaning import phase_of, scope_of
+
+    f = e.fields
+    if f.get("headline_tps") is None:
+        return e
+    label = " ".join(str(x) for x in (f.get("headline_label"), f.get("test")) if x)
+    if "phase" not in f:
+        f["phase"] = phase_of(label) or "decode"
+    if "scope" not in f:
+        sc = scope_of(label)
+        c = f.get("concurrency")
+        f["scope"] = sc or ("aggregate" if (c or 0) > 1 else "per_user")
+    if f["scope"] == "aggregate" and f.get("concurrency") == 1:
+        f["scope"] = "per_user"
+    return e
+
+
+def finish_drafts(drafts: list[Draft], text: str) -> list[ParsedEntry]:
+    out = []
+    for d in drafts:
+        e = _finish(d)
+        if e is not None:
+            pin(e, text, d.spans)
+            out.append(e)
+    return dedupe(out)
+
+
+def dedupe(entries: list[ParsedEntry]) -> list[ParsedEntry]:
+    """One entry per figure and configuration: a summary restating a figure is not a second entry."""
+    keep: dict[tuple, ParsedEntry] = {}
+    out = []
+    for e in entries:
+        f = e.fields
+        key = (round(float(f["headline_tps"]), 3), f.get("phase"), f.get("scope"), f.get("concurrency"),
+               (f.get("model") or "").lower(), f.get("test"), f.get("hardware"), f.get("context_length"))
+        if key in keep:
+            prev = keep[key]
+            for k, v in f.items():
+                if k not in prev.fields:
+                    prev.fields[k] = v
+                    if k in e.quotes:
+                        prev.quotes[k] = e.quotes[k]
+                        if k in e.selectors:
+                            prev.selectors[k] = e.selectors[k]
+            continue
+        keep[key] = e
+        out.append(e)
+    return out
+
+
+def _account(result: ParseResult, seen: list[tuple[int, str]], n_tables: int, skipped: list[str]) -> None:
+    lost = sum(n for n, _ in seen)
+    if lost:
+        reasons = sorted({r for _, r in seen})
+        result.warnings.append(f"{lost} figures in {len(seen)} places not read: " + "; ".join(reasons[:5]))
+    if not result.entries:
+        what = f"{n_tables} table(s)" if n_tables else "no tables"
+        detail = ("; skipped: " + "; ".join(skipped[:5])) if skipped else ""
+        result.warnings.append(f"nothing parsed: saw {what} and no tok/s figure in the text{detail}")
+
+
+def count_figures(text: str) -> int:
+    return numbers_in(text)

@@ -1,0 +1,83 @@
+"""tok/s figures stated in sentences ("~55 tok/s", "hits around 3.2 tok/sec generation",
+"Per-user decode (nvfp4): 87.5 / 73.7 / 61.2 tok/s"), one draft per figure with the words around it.
+
+Not figures: ranges written as steady state ("steady state 373-391 tok/s" is the steady state of a
+claim, not a claim), deltas ("+10 tok/s", "10 tok/s faster"), targets ("hope to reach 100 tok/s").
+"""
+
+from __future__ import annotations
+
+import re
+
+from scrapers.blocks import Block
+from scrapers.meaning import concurrency_of, phase_of, scope_of
+from scrapers.numbers import NUMBER, to_float
+from scrapers.rows import Builder
+from scrapers.tables import Draft
+
+_TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
+                  r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:-|–|to)\s*~?"
+                  + NUMBER + r")?\s*(?:\*\*)?\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+per\s+second|tokens?/sec|TPS|"
+                  r"tok/sec)\b", re.I)
+_STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)
+_DELTA_BEFORE = re.compile(r"(?:[+−]|\bby\s+|\bgains?\s+(?:of\s+)?|\bextra\s+|\badditional\s+)$", re.I)
+_DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvement|gain|increase|decrease|boost|"
+                          r"better|worse|difference)\b", re.I)
+_TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|should\s+(?:reach|get)|want|"
+                     r"would\s+(?:reach|get)|could\s+reach|theoretical|max(?:imum)?\s+possible)\b[^.]{0,40}$", re.I)
+_CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
+
+
+def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
+    out: list[Draft] = []
+    a0 = blk.start
+    chunk = blk.text
+    for m in _TPS.finditer(chunk):
+        before = chunk[max(0, m.start() - 80):m.start()]
+        after = chunk[m.end():m.end() + 30]
+        if m.group("hi") or _STEADY_NEAR.search(before):
+            continue
+        if _DELTA_BEFORE.search(before) or _DELTA_AFTER.match(after) or (m.group("n") or "").startswith(("+", "-")):
+            continue
+        if _TARGET.search(before):
+            continue
+        sent_a = max(chunk.rfind(". ", 0, m.start()) + 2, chunk.rfind("\n", 0, m.start()) + 1, 0)
+        sent_b = chunk.find(". ", m.end())
+        sent_b = len(chunk) if sent_b < 0 else sent_b + 1
+        sentence = chunk[sent_a:sent_b].strip()
+        window = chunk[max(sent_a, m.start() - 60):min(len(chunk), m.end() + 40)]
+        values = []
+        if m.group("list"):
+            for lm in re.finditer(NUMBER, m.group("list")):
+                values.append((lm.group(0), m.start("list") + lm.start()))
+        values.append((m.group("n"), m.start("n")))
+        concs = None
+        if len(values) > 1:
+            cr = _CRANGE.search(context_text + " " + sentence)
+            if cr and int(cr.group(2)) - int(cr.group(1)) + 1 == len(values):
+                concs = list(range(int(cr.group(1)), int(cr.group(2)) + 1))
+            elif not cr:
+                values = values[-1:]
+        for k, (lit, off) in enumerate(values):
+            v = to_float(lit)
+            if v is None or v <= 0:
+                continue
+            b = Builder(context=sentence[:300])
+            b.put("headline_tps", v, lit)
+            b.put("label", sentence[:200], None)
+            ph = phase_of(chunk[max(sent_a, m.start() - 40):min(len(chunk), m.end() + 25)]) or phase_of(sentence)
+            if ph:
+                b.put("phase", ph, None)
+            sc = scope_of(window)
+            if sc:
+                b.put("scope", sc, None)
+            if concs:
+                b.put("concurrency", concs[k], None)
+            else:
+                c = concurrency_of(sentence)
+                if c:
+                    b.put("concurrency", c[0], c[1])
+            if m.group("approx") and re.match(r"(?i)up\s+to", m.group("approx")):
+                b.entry.extra["peak"] = True
+            out.append(Draft(b, [(a0 + off, a0 + off + len(lit)), (a0 + sent_a, a0 + sent_b)], sentence, "prose"))
+    return out

@@ -1,0 +1,341 @@
+"""Generic tables read by meaning (any shape ``scrapers.segment`` found).
+
+- Orientation: entries as rows (a tok/s column, or columns named after GPUs, engines, concurrencies or
+  quantiles under a tok/s caption), or metrics as rows (``| Decode C1 / C4 / C8 (tok/s) | 87.5 / 219.3 /
+  308.1 |``, ``| Output token throughput | 151.04 tok/s |``, two-column key/value tables).
+- Group rows (one filled cell) name the configuration of the rows under them.
+- Compound cells pair with a compound label (``C1 / C4 / C8``, ``8k / 64k / 128k``).
+- The unit comes from the header, the cells, the caption or the section heading; ratios, percentages,
+  deltas, req/s, ms and GB/s are never throughput; quantile columns give the mean (else the median).
+
+Each entry comes back as a ``Draft``: the builder, the spans its values were read from (for the quote
+selectors) and the narrowest words that describe it (row label and column header), which the scoped
+context reads first.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from scrapers import meaning
+from scrapers.blocks import Block, Cell, Table
+from scrapers.columns import ENGINE_RE, classify, split_engine
+from scrapers.meaning import Figure, cell_figure, concurrency_of, phase_of, says_tps, scope_of
+from scrapers.pagefacts import find_hardware
+from scrapers.rows import Builder
+
+_LIST = re.compile(r"((?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})(?:\s*/\s*(?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})){1,15})")
+_INT = re.compile(r"^\d{1,5}$")
+_CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
+_SIZE = re.compile(r"^\d+(?:\.\d+)?\s?[BM]$")
+_TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+per\s+second)\b", re.I)
+_GENERIC_TPS_HEADER = re.compile(r"^(?:(?:avg|average|mean)\s+)?(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tps|throughput|"
+                                 r"speed|tokens?\s+per\s+second)(?:\s*\(.*\))?$", re.I)
+
+
+@dataclass
+class Draft:
+    builder: Builder
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    local: str = ""                 # row label + column header: the narrowest scope
+    source: str = "table"           # table | prose | tool name
+    block: Block | None = None
+    inferred: dict = field(default_factory=dict)   # field -> value set without a quote (not overridable)
+
+    @property
+    def fields(self) -> dict:
+        return self.builder.entry.fields
+
+
+def put_figure(b: Builder, fig: Figure, label: str | None = None) -> None:
+    b.put("headline_tps", fig.value, fig.quote)
+    if label:
+        b.put("headline_label", label, None)
+    if fig.spread is not None:
+        b.put("spread", fig.spread, None)
+    if fig.high is not None:
+        b.entry.extra.setdefault("range_high", fig.high)
+
+
+def _cell_fig(cell: Cell) -> tuple[Figure | None, tuple[int, int] | None]:
+    fig = cell_figure(cell.value)
+    if fig is None:
+        m = _TPS_IN_CELL.search(cell.value)
+        if not m:
+            return None, None
+        fig = cell_figure(m.group(0))
+        if fig is None:
+            return None, None
+    i = cell.text.find(fig.quote)
+    span = (cell.start + i, cell.start + i + len(fig.quote)) if i >= 0 else (cell.start, cell.end)
+    return fig, span
+
+
+def _label_list(text: str) -> list[str] | None:
+    m = _LIST.search(text or "")
+    if not m:
+        return None
+    items = [x.strip() for x in m.group(1).split("/")]
+    return items if len(items) >= 2 else None
+
+
+def _apply_item_label(b: Builder, item: str) -> None:
+    m = re.fullmatch(r"(?:C|c|bs|BS)(\d+)", item)
+    if m:
+        b.put("concurrency", int(m.group(1)), item)
+        return
+    m = re.fullmatch(r"(\d+)([kK])", item)
+    if m:
+        b.put("context_length", int(m.group(1)) * 1024, item)
+        return
+    b.put("label", item, item)
+
+
+def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
+    """A column header that names a configuration: a GPU, an engine, a concurrency, a test."""
+    h = header.strip()
+    if not h:
+        return
+    col = classify(h)
+    if col.test:
+        b.set_text("test", col.test, h)
+    m = _CNUM.match(h)
+    if m:
+        b.put("concurrency", int(m.group(1)), h)
+    c = concurrency_of(h)
+    if c and "concurrency" not in has:
+        b.put("concurrency", c[0], c[1])
+    if "engine" not in has:
+        em = ENGINE_RE.search(h)
+        if em:
+            eng, ver = split_engine(h[em.start():em.start() + 40])
+            b.put("engine", eng, em.group(0))
+            if ver:
+                b.put("engine_version", ver, ver)
+    if "hardware" not in has:
+        hw = find_hardware(h)
+        if hw and hw[1]:
+            b.put("hardware", hw[1], hw[1] if hw[1] in h else None)
+            if hw[0]:
+                b.put("gpu_count", hw[0], hw[2])
+
+
+def _is_group_row(row: list[Cell], width: int) -> bool:
+    filled = [c for c in row if not c.empty]
+    return width >= 3 and len(filled) == 1 and row and not row[0].empty and cell_figure(row[0].value) is None
+
+
+def _unit_context(*texts: str) -> bool:
+    return any(says_tps(t) or re.search(r"\bthroughput\b|\bspeed\b", t or "", re.I) for t in texts)
+
+
+def read_table(tbl: Table, *, caption: str = "", heading: str = "", warnings: list[str] | None = None,
+               seen: list | None = None) -> list[Draft]:
+    """Entries from one table. ``seen`` collects (figures, reason) for cells that looked like figures but
+    gave no entry, for the page's 'not read' count."""
+    if not tbl.header and not tbl.rows:
+        return []
+    if tbl.shape == "panel":
+        return []
+    H = [c.value for c in tbl.header]
+    rows = [r for r in tbl.rows if any(not c.empty for c in r)]
+    if not rows:
+        return []
+    ctx_unit = _unit_context(caption, tbl.title, heading)
+    metric = _metric_rows(H, rows, ctx_unit)
+    if metric:
+        return _read_metric_rows(tbl, H, rows, caption, heading)
+    return _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen)
+
+
+# --- entries as rows --------------------------------------------------------------------------------
+
+def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[int]:
+    out = []
+    first_conc = bool(re.search(r"conc|batch|users|streams|^c$|ctx", H[0] if H else "", re.I))
+    for j, h in enumerate(H):
+        col = classify(h) if h else None
+        cells = [r[j] for r in rows if j < len(r)]
+        figs = sum(1 for c in cells if cell_figure(c.value) is not None or _TPS_IN_CELL.search(c.value))
+        numeric = figs >= max(1, 0.5 * len([c for c in cells if not c.empty]))
+        cell_unit = any(says_tps(c.value) for c in cells)
+        if meaning.not_tps(h) and not (says_tps(h) and not re.search(r"req|ms\b|GB/s|%|\bx\b", h, re.I)):
+            continue
+        if col and col.field and col.field not in ("label", "notes") and not says_tps(h) and not cell_unit:
+            continue
+        if says_tps(h) or (col and col.role == "tps"):
+            out.append(j)
+        elif cell_unit and numeric:
+            out.append(j)
+        elif ctx_unit and numeric and j > 0:
+            hh = h.strip()
+            if (meaning.is_quantile(hh) or _CNUM.match(hh) or (_INT.match(hh) and first_conc) or find_hardware(hh)
+                    or ENGINE_RE.search(hh) or phase_of(hh)):
+                out.append(j)
+    return out
+
+
+def _quantile_pick(H: list[str], cols: list[int]) -> list[int]:
+    """Among quantile columns keep the mean, else the median; other columns stay."""
+    q = {j: meaning.is_quantile(H[j]) for j in cols}
+    qs = [j for j in cols if q[j]]
+    if len(qs) < 2:
+        return cols
+    keep = [j for j in qs if q[j] in ("mean", "avg", "average")] or [j for j in qs if q[j] in ("median", "p50")]
+    return [j for j in cols if not q[j]] + keep[:1]
+
+
+def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Draft]:
+    tps = _tps_columns(H, rows, ctx_unit)
+    if not tps:
+        n = sum(1 for r in rows for c in r if cell_figure(c.value) is not None)
+        if seen is not None and n and ctx_unit:
+            seen.append((n, f"a table under '{(caption or heading)[:40]}' with no tok/s column"))
+        return []
+    tps = _quantile_pick(H, tps)
+    cols = [classify(h) for h in H]
+    field_cols = {j for j, c in enumerate(cols) if c.field and j not in tps}
+    has = {cols[j].field for j in field_cols}
+    size_col = next((j for j, h in enumerate(H) if re.fullmatch(r"(?i)size|params|parameters|model\s*size", h.strip())
+                     and j not in tps), None)
+    out: list[Draft] = []
+    group = ""
+    group_span = None
+    skipped = 0
+    for row in rows:
+        if _is_group_row(row, len(H)):
+            group, group_span = row[0].value, (row[0].start, row[0].end)
+            continue
+        label_cell = row[0] if row and 0 not in tps else None
+        for j in tps:
+            if j >= len(row):
+                continue
+            cell = row[j]
+            if cell.empty:
+                continue
+            fig, span = _cell_fig(cell)
+            items = None
+            if fig is None:
+                items = _compound(cell, H[j], label_cell.value if label_cell else "")
+                if not items:
+                    if re.search(r"\d", cell.value):
+                        skipped += 1
+                    continue
+            for fig_i, span_i, item in (items or [(fig, span, None)]):
+                b = Builder(context=" | ".join(c.value for c in row))
+                put_figure(b, fig_i, H[j] or None)
+                if item:
+                    _apply_item_label(b, item)
+                for k in sorted(field_cols):
+                    if k < len(row) and not row[k].empty:
+                        b.set_text(cols[k].field, row[k].value, H[k])
+                if size_col is not None and size_col < len(row) and "model" in b.entry.fields:
+                    sz = row[size_col].value
+                    if _SIZE.match(sz) and sz.replace(" ", "").lower() not in b.entry.fields["model"].replace(" ", "").lower():
+                        b.entry.fields["model"] = f"{b.entry.fields['model']} {sz}"
+                        b.entry.quotes.pop("model", None)
+                _header_meaning(b, H[j], has)
+                row_text = " ".join(row[k].value for k in range(len(row)) if k not in tps)
+                local = f"{row_text} {H[j]} {cell.value} {group}"
+                ph = phase_of(H[j]) or phase_of(cell.value) or phase_of(row_text) or None
+                if ph:
+                    b.put("phase", ph, None)
+                sc = scope_of(H[j]) or scope_of(cell.value)
+                if sc:
+                    b.put("scope", sc, None)
+                if "concurrency" not in b.entry.fields:
+                    c = concurrency_of(row_text)
+                    if c:
+                        b.put("concurrency", c[0], c[1])
+                if meaning.is_peak(H[j]):
+                    b.entry.extra["peak"] = True
+                if group:
+                    b.put("label", group, group)
+                elif label_cell is not None and not label_cell.empty and 0 not in field_cols:
+                    b.put("label", label_cell.value, label_cell.value)
+                if not _GENERIC_TPS_HEADER.match(H[j].strip()) and H[j].strip() and "label" not in b.entry.fields:
+                    b.put("label", H[j].strip(), None)
+                spans = [span_i] + [(c.start, c.end) for c in row] + ([group_span] if group_span else [])
+                out.append(Draft(b, spans, local, "table"))
+    if skipped and seen is not None:
+        seen.append((skipped, "cells under a tok/s column that hold no readable figure"))
+    return out
+
+
+def _compound(cell: Cell, header: str, row_label: str):
+    """``87.5 / 219.3 / 308.1`` paired with ``C1 / C4 / C8`` in the header or the row label."""
+    if "/" not in cell.value:
+        return None
+    parts = [p.strip() for p in cell.value.split("/")]
+    labels = _label_list(header) or _label_list(row_label)
+    if not labels or len(labels) != len(parts):
+        return None
+    out, pos = [], 0
+    for part, lab in zip(parts, labels):
+        fig = cell_figure(part)
+        if fig is None:
+            pos = cell.text.find(part, pos) + len(part) if part else pos
+            continue
+        i = cell.text.find(fig.quote, pos)
+        span = (cell.start + i, cell.start + i + len(fig.quote)) if i >= 0 else (cell.start, cell.end)
+        pos = i + len(fig.quote) if i >= 0 else pos
+        out.append((fig, span, lab))
+    return out or None
+
+
+# --- metrics as rows --------------------------------------------------------------------------------
+
+def _metric_rows(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> bool:
+    if len(H) < 2:
+        return False
+    head_tps = any(says_tps(h) or classify(h).role == "tps" for h in H[1:])
+    first = [r[0].value for r in rows if r]
+    label_tps = [x for x in first if (says_tps(x) or re.search(r"\bthroughput\b", x, re.I)) and not meaning.not_tps(x)]
+    kv = re.fullmatch(r"(?i)metric|field|key|name|setting|measure|item|stat(?:istic)?|parameter|", H[0].strip() or "") is not None
+    if label_tps and (not head_tps or kv):
+        return True
+    return False
+
+
+def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
+    out: list[Draft] = []
+    for row in rows:
+        if not row:
+            continue
+        lab = row[0].value
+        if not (says_tps(lab) or re.search(r"\bthroughput\b", lab, re.I)) or meaning.not_tps(lab):
+            continue
+        labels = _label_list(lab)
+        for j in range(1, len(row)):
+            cell = row[j]
+            if cell.empty:
+                continue
+            head = H[j] if j < len(H) else ""
+            items = None
+            if labels and "/" in cell.value:
+                items = _compound(cell, "", lab)
+            if items is None:
+                fig, span = _cell_fig(cell)
+                if fig is None:
+                    continue
+                items = [(fig, span, None)]
+            for fig, span, item in items:
+                b = Builder(context=" | ".join(c.value for c in row))
+                put_figure(b, fig, lab)
+                if item:
+                    _apply_item_label(b, item)
+                ph = phase_of(lab) or phase_of(head)
+                if ph:
+                    b.put("phase", ph, None)
+                sc = scope_of(lab) or scope_of(cell.value)
+                if sc:
+                    b.put("scope", sc, None)
+                if meaning.is_peak(lab):
+                    b.entry.extra["peak"] = True
+                if head and not re.fullmatch(r"(?i)value|result|values?|\s*", head):
+                    _header_meaning(b, head, set())
+                    b.put("label", head, head)
+                out.append(Draft(b, [span, (row[0].start, row[0].end), (cell.start, cell.end)],
+                                 f"{lab} {head} {cell.value}", "table"))
+    return out
