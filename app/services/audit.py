@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sqlalchemy import select
+from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -26,7 +26,7 @@ from app.db import chunked
 from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
 from app.services.citations import quote_url
 from app.services.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
-from app.services.working import Candidate, StandingFlag, decide
+from app.services.working import Candidate, StandingFlag, decide, lowest_steady
 
 CHUNK = 500
 DENORMALISED = ("model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "headline_tps",
@@ -70,17 +70,22 @@ def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
     return out
 
 
-def _page_concurrency(session: Session, source_ids: set[int]) -> dict[int, list[tuple[int, int | None]]]:
-    out: dict[int, list[tuple[int, int | None]]] = {}
+def _page_singles(session: Session, source_ids: set[int]) -> dict[int, tuple[int, set]]:
+    """Per source: how many of its current entries are single-stream, and which ones (ids)."""
+    out: dict[int, tuple[int, set]] = {}
     for part in chunked(sorted(source_ids), CHUNK):
         q = select(Entry.source_id, Entry.id, Entry.concurrency).where(Entry.source_id.in_(part),
                                                                          Entry.gone.is_(False))
         for sid, eid, conc in session.execute(q):
-            out.setdefault(sid, []).append((eid, conc))
+            if _single(conc):
+                n, ids = out.get(sid, (0, set()))
+                ids.add(eid)
+                out[sid] = (n + 1, ids)
     return out
 
 
-def _context(item: Loaded, group: list[Loaded], page: dict) -> Context:
+def _group_context(group: list[Loaded]) -> tuple[list[Rung], list[Steady]]:
+    """The ladder and stated steady states of one recipe, built once and shared by its entries."""
     ladder = [Rung(g.entry.id, g.fields.get("draft_tokens"), g.fields.get("headline_tps")) for g in group]
     steady = []
     for g in group:
@@ -89,8 +94,18 @@ def _context(item: Loaded, group: list[Loaded], page: dict) -> Context:
         if vals:
             steady.append(Steady(g.entry.id, float(min(vals)), float(max(vals)),
                                  g.quotes.get("steady_low") or g.quotes.get("steady_high")))
-    neighbours = [c for eid, c in page.get(item.entry.source_id, []) if eid != item.entry.id]
-    return Context(entry_id=item.entry.id, ladder=ladder, steady=steady, page_concurrency=neighbours)
+    return ladder, steady
+
+
+def _single(conc) -> bool:
+    return conc is None or conc <= 1
+
+
+def _context(item: Loaded, shared: tuple[list[Rung], list[Steady]], page_singles: dict[int, tuple[int, set]]) -> Context:
+    singles, ids = page_singles.get(item.entry.source_id, (0, set()))
+    if item.entry.id in ids:
+        singles -= 1  # the other entries of the page only
+    return Context(entry_id=item.entry.id, ladder=shared[0], steady=shared[1], page_singles=singles)
 
 
 def _evidence(settings: Settings, finding: Finding, citation_id: str | None) -> tuple[dict, str | None]:
@@ -99,8 +114,29 @@ def _evidence(settings: Settings, finding: Finding, citation_id: str | None) -> 
     return {"numbers": finding.numbers, "quotes": quotes}, first
 
 
+@dataclass
+class NewFlag:
+    """A flag raised for the first time, inserted in bulk with the others of the audit (not an ORM object:
+    a page of 100,000 rows raises hundreds of thousands)."""
+
+    entry_id: int
+    rule: str
+    severity: str
+    explanation: str
+    evidence: dict
+    citation: str | None
+    ruleset_version: str
+    active: bool
+    status: str
+    created_at: object
+    updated_at: object
+
+    def row(self) -> dict:
+        return dict(self.__dict__)
+
+
 def _store_flags(session: Session, settings: Settings, item: Loaded, findings: list[Finding],
-                 existing: dict[str, Flag]) -> list[Flag]:
+                 existing: dict[str, Flag], inserts: list[NewFlag]) -> list:
     now = utcnow()
     fired = set()
     for f in findings:
@@ -108,10 +144,10 @@ def _store_flags(session: Session, settings: Settings, item: Loaded, findings: l
         evidence, citation = _evidence(settings, f, item.citation_id)
         flag = existing.get(f.rule)
         if flag is None:
-            flag = Flag(entry_id=item.entry.id, rule=f.rule, severity=f.severity, explanation=f.explanation,
-                        evidence=evidence, citation=citation, ruleset_version=RULESET_VERSION, active=True,
-                        status="open", created_at=now, updated_at=now)
-            session.add(flag)
+            flag = NewFlag(entry_id=item.entry.id, rule=f.rule, severity=f.severity, explanation=f.explanation,
+                           evidence=evidence, citation=citation, ruleset_version=RULESET_VERSION, active=True,
+                           status="open", created_at=now, updated_at=now)
+            inserts.append(flag)
             existing[f.rule] = flag
             continue
         changed = (flag.severity, flag.explanation, flag.evidence, flag.citation, flag.ruleset_version,
@@ -137,17 +173,24 @@ def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
                      [StandingFlag(x.rule, x.severity) for x in standing(flags)])
 
 
-def _summarise(entry: Entry, flags: list[Flag], working) -> None:
+SUMMARY = ("working_tps", "basis", "basis_reason", "inflation_ratio", "max_severity", "severity_rank",
+           "flag_count", "open_flag_count", "decision_status")
+
+
+def _summarise(entry: Entry, flags: list, working) -> dict | None:
+    """The entry's audit columns; a dict for a bulk UPDATE when any differs from what it holds, else None."""
     active = [f for f in flags if f.active]
     counting = standing(flags)
     top = max(counting, key=lambda f: SEVERITY_RANK.get(f.severity, 0), default=None)
-    entry.working_tps, entry.basis, entry.basis_reason = working.tps, working.basis, working.reason
-    entry.inflation_ratio = working.inflation_ratio
-    entry.max_severity = top.severity if top else None
-    entry.severity_rank = SEVERITY_RANK.get(top.severity, 0) if top else 0
-    entry.flag_count = len(active)
-    entry.open_flag_count = sum(1 for f in active if f.status == "open")
-    entry.decision_status = "none" if not active else ("pending" if entry.open_flag_count else "decided")
+    open_count = sum(1 for f in active if f.status == "open")
+    values = dict(working_tps=working.tps, basis=working.basis, basis_reason=working.reason,
+                  inflation_ratio=working.inflation_ratio, max_severity=top.severity if top else None,
+                  severity_rank=SEVERITY_RANK.get(top.severity, 0) if top else 0, flag_count=len(active),
+                  open_flag_count=open_count,
+                  decision_status="none" if not active else ("pending" if open_count else "decided"))
+    if all(getattr(entry, k) == v for k, v in values.items()):
+        return None
+    return {"id": entry.id, **values}
 
 
 def _measurements(session: Session, recipe_ids: list[str]) -> dict[str, list[float]]:
@@ -206,32 +249,50 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
     groups: dict[object, list[Loaded]] = {}
     for item in loaded:
         groups.setdefault(item.entry.recipe_id or ("entry", item.entry.id), []).append(item)
-    page = _page_concurrency(session, {i.entry.source_id for i in loaded if i.entry.source_id is not None})
+    page = _page_singles(session, {i.entry.source_id for i in loaded if i.entry.source_id is not None})
     existing: dict[int, dict[str, Flag]] = {}
     for part in chunked([i.entry.id for i in loaded], CHUNK):
         for flag in session.scalars(select(Flag).where(Flag.entry_id.in_(part))):
             existing.setdefault(flag.entry_id, {})[flag.rule] = flag
     measured = _measurements(session, recipe_ids)
-    flags_by_entry: dict[int, list[Flag]] = {}
+    flags_by_entry: dict[int, list] = {}
+    inserts: list[NewFlag] = []
     for group in groups.values():
+        shared = _group_context(group)
         for item in group:
-            findings = run_rules(item.fields, item.quotes, _context(item, group, page))
+            findings = run_rules(item.fields, item.quotes, _context(item, shared, page))
             flags_by_entry[item.entry.id] = _store_flags(session, settings, item, findings,
-                                                         existing.setdefault(item.entry.id, {}))
+                                                         existing.setdefault(item.entry.id, {}), inserts)
     session.flush()
+    for part in chunked(inserts, CHUNK):
+        session.execute(insert(Flag), [f.row() for f in part])
+    recipes: dict[str, Recipe] = {}
+    keys = [k for k in groups if isinstance(k, str)]
+    for part in chunked(keys, CHUNK):
+        recipes.update((r.recipe_id, r) for r in session.scalars(select(Recipe).where(Recipe.recipe_id.in_(part))))
     active = 0
+    updates: list[dict] = []
     for key, group in groups.items():
         cands = [candidate(i, flags_by_entry[i.entry.id]) for i in group]
         ms = measured.get(key, []) if isinstance(key, str) else []
+        steady = lowest_steady(cands)
         for item, cand in zip(group, cands):
-            _summarise(item.entry, flags_by_entry[item.entry.id], decide(cands, ms, entry=cand))
+            changed = _summarise(item.entry, flags_by_entry[item.entry.id],
+                                 decide(cands, ms, entry=cand, recipe_steady=steady))
+            if changed is not None:
+                updates.append(changed)
             active += sum(1 for f in flags_by_entry[item.entry.id] if f.active)
         if isinstance(key, str):
-            recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == key))
+            recipe = recipes.get(key)
             if recipe is not None:
                 answer = recipe_answer(settings, key, group, flags_by_entry, decide(cands, ms))
                 recipe.quotable, recipe.quotable_tps, recipe.basis = answer, answer["quotable_tps"], answer["basis"]
     session.flush()
+    by_id = {i.entry.id: i.entry for i in loaded}
+    for part in chunked(updates, CHUNK):
+        session.execute(update(Entry), part)  # bulk UPDATE by primary key
+        for row in part:
+            session.expire(by_id[row["id"]], list(SUMMARY))
     return {"entries": len(loaded), "recipes": sum(1 for k in groups if isinstance(k, str)), "flags_active": active}
 
 

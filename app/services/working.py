@@ -94,15 +94,24 @@ def _blocking(c: Candidate) -> list[StandingFlag]:
     return [f for f in c.standing if f.severity in BLOCKING]
 
 
-def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, entry: Candidate | None = None) -> Working:
-    """The working number for one entry (``entry`` given) or a whole recipe (``candidates``)."""
-    cands = list(candidates)
-    if entry is not None and all(c is not entry for c in cands):
-        cands.append(entry)
-    scope = [entry] if entry is not None else cands
+_UNSET = object()
+
+
+def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, entry: Candidate | None = None,
+           recipe_steady=_UNSET) -> Working:
+    """The working number for one entry (``entry`` given) or a whole recipe (``candidates``).
+    ``recipe_steady``: ``lowest_steady(candidates)`` when the caller computed it already (the audit does,
+    once per recipe, so a recipe of n entries costs n, not n squared); ``entry`` must then be among them."""
+    if recipe_steady is _UNSET:
+        cands = list(candidates)
+        if entry is not None and all(c is not entry for c in cands):
+            cands.append(entry)
+        steady = lowest_steady(cands)
+    else:
+        steady = recipe_steady
+    scope = [entry] if entry is not None else list(candidates)
     heads = [float(c.headline_tps) for c in scope if _ok(c.headline_tps)]
     headline = max(heads) if heads else None
-    steady = lowest_steady(cands)
     caps = [(headline, "the headline")] if headline is not None else []
     if steady is not None:
         caps.append((steady["low"], "the lowest stated steady state"))

@@ -67,6 +67,22 @@ def climbing_ladder(rungs) -> list[tuple[int, float]] | None:
     return ladder
 
 
+_CLIMB_CACHE: dict[int, tuple[list, object]] = {}
+
+
+def _climbing_cached(ladder: list):
+    """climbing_ladder(ladder), computed once for a ladder list shared by the entries of one recipe."""
+    key = id(ladder)
+    hit = _CLIMB_CACHE.get(key)
+    if hit is not None and hit[0] is ladder:
+        return hit[1]
+    value = climbing_ladder(ladder)
+    if len(_CLIMB_CACHE) > 4096:
+        _CLIMB_CACHE.clear()
+    _CLIMB_CACHE[key] = (ladder, value)
+    return value
+
+
 @rule("ladder_top_rung", "high",
       "The headline is the widest draft of a ladder whose speed climbs with draft width: the top rung, "
       "where acceptance is most favourable, not a typical setting.")
@@ -74,7 +90,7 @@ def ladder_top_rung(f, q, ctx):
     k, tps = num(f.get("draft_tokens")), num(f.get("headline_tps"))
     if k is None or tps is None:
         return None
-    ladder = climbing_ladder(ctx.ladder)
+    ladder = _climbing_cached(ctx.ladder)
     if not ladder or int(k) != ladder[-1][0] or tps < ladder[-1][1]:
         return None
     bottom = ladder[0][1]
@@ -126,7 +142,8 @@ def aggregate_as_single_stream(f, q, ctx):
     if conc is None or conc <= 1:
         return None
     hit = search(f, ("headline_label", "label", "notes"), _SINGLE_WORDS)
-    singles = sum(1 for c in ctx.page_concurrency if c is None or c <= 1)
+    singles = ctx.page_singles if ctx.page_singles is not None else \
+        sum(1 for c in ctx.page_concurrency if c is None or c <= 1)
     if not hit and not singles:
         return None
     quotes = [quote(f, q, "concurrency"), quote(f, q, "headline_tps")]
