@@ -39,7 +39,7 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
         from scrapers import delimited
 
         return delimited.read_delimited(text, result, tsv="tab-separated" in ct)
-    if text.lstrip()[:1] in ("{", "[") and _is_json(text):
+    if (text.lstrip()[:1] in ("{", "[") and _is_json(text)) or _is_json_lines(text):
         from scrapers import jsondoc
 
         return jsondoc.read_json_text(text, result)
@@ -52,3 +52,19 @@ def _is_json(text: str) -> bool:
         return True
     except (ValueError, RecursionError):
         return False
+
+
+def _is_json_lines(text: str) -> bool:
+    """Most non-empty lines are JSON objects (JSON Lines, perhaps with a tool's log lines between)."""
+    lines = [ln.strip() for ln in text[:200_000].splitlines() if ln.strip()]
+    if len(lines) < 1:
+        return False
+    objs = 0
+    for ln in lines[:200]:
+        if ln.startswith("{") and ln.endswith("}"):
+            try:
+                json.loads(ln)
+                objs += 1
+            except ValueError:
+                return False
+    return objs >= 1 and objs >= 0.5 * min(len(lines), 200)

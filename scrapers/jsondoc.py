@@ -52,15 +52,19 @@ def _docs(text: str, result: ParseResult) -> list[tuple[object, int, int]] | Non
         return [(json.loads(text), 0, len(text))]
     except (ValueError, RecursionError):
         pass
-    out, pos = [], 0
+    out, pos, bad = [], 0, 0
     for line in text.splitlines(keepends=True):
         s = line.strip()
         if s:
             try:
                 out.append((json.loads(s), pos, pos + len(line)))
             except (ValueError, RecursionError):
-                return None
+                if s.startswith(("{", "[")):
+                    return None
+                bad += 1     # a log line between JSON Lines (a tool's stderr): skipped
         pos += len(line)
+    if bad:
+        result.warnings.append(f"{bad} lines that are not JSON were skipped between the JSON Lines")
     return out or None
 
 

@@ -1,1 +1,105 @@
-"""placeholder"""
+"""vLLM ``vllm bench serve`` (and the older ``benchmark_serving.py``): the printed result block and the
+``--save-result`` JSON.
+
+``Output token throughput`` / ``output_throughput`` is the decode rate summed over the run's concurrent
+requests (aggregate; per_user when the run's concurrency is 1), ``Total Token throughput`` /
+``total_token_throughput`` is end to end (input + output), ``Peak output token throughput`` /
+``max_output_tokens_per_s`` is a peak (best_of). ``Request throughput`` is requests per second and never
+a tok/s figure. ``Maximum request concurrency`` / ``max_concurrency`` gives the concurrency.
+"""
+
+from __future__ import annotations
+
+import re
+
+from scrapers.tools.common import draft, locate
+
+_LINE = re.compile(r"^[ \t]*(?P<k>[A-Za-z][\w ()/%.,-]*?)\s*:\s*(?P<v>-?[\d,]+(?:\.\d+)?|inf|None)[ \t]*$", re.M)
+_BLOCK = re.compile(r"=+\s*Serving Benchmark Result\s*=+", re.I)
+_SPEC = {"acceptance rate (%)": ("acceptance_rate", 0.01), "acceptance length": ("acceptance_length", 1),
+         "draft tokens": ("drafted_tokens", 1), "accepted tokens": ("accepted_tokens", 1)}
+_METRICS = {"output token throughput (tok/s)": ("decode", False, "output_throughput"),
+            "total token throughput (tok/s)": ("e2e", False, "total_token_throughput"),
+            "peak output token throughput (tok/s)": ("decode", True, "max_output_tokens_per_s"),
+            "input token throughput (tok/s)": ("prefill", False, "input_throughput")}
+
+
+def _scope(conc):
+    return "per_user" if conc == 1 else "aggregate"
+
+
+def read_text(blk, text):
+    chunk = blk.text
+    if "token throughput" not in chunk.lower():
+        return [], []
+    out, claimed = [], []
+    for bm in (_BLOCK.finditer(chunk) if _BLOCK.search(chunk) else [None]):
+        a = bm.start() if bm else 0
+        nxt = _BLOCK.search(chunk, bm.end()) if bm else None
+        b = nxt.start() if nxt else len(chunk)
+        lines = {m.group("k").strip().lower(): m for m in _LINE.finditer(chunk, a, b)}
+        if not any(k in lines for k in _METRICS):
+            continue
+        conc = None
+        for k in ("maximum request concurrency", "max concurrency", "max_concurrency"):
+            if k in lines and lines[k].group("v") not in ("None", "inf"):
+                conc = int(float(lines[k].group("v").replace(",", "")))
+        is_sglang = "sglang" in chunk[a:b].lower() or "input token throughput (tok/s)" in lines
+        for k, (phase, peak, _key) in _METRICS.items():
+            m = lines.get(k)
+            if not m:
+                continue
+            lit = m.group("v")
+            s = blk.start + m.start("v")
+            d = draft(float(lit.replace(",", "")), lit, (s, s + len(lit)), "sglang bench_serving" if is_sglang else
+                      "vllm bench serve", phase=phase, scope=_scope(conc), concurrency=conc,
+                      engine="SGLang" if is_sglang else None, headline_label=m.group("k").strip())
+            if peak:
+                d.builder.entry.extra["peak"] = True
+            for sk, (f, mul) in _SPEC.items():
+                if sk in lines and phase == "decode":
+                    v = float(lines[sk].group("v").replace(",", ""))
+                    d.builder.put(f, v * mul if mul != 1 else (int(v) if f.endswith("tokens") else v), lines[sk].group(0).strip())
+            d.spans.append((blk.start + m.start(), blk.start + m.end()))
+            d.local = m.group(0)
+            out.append(d)
+        claimed.append((blk.start + a, blk.start + b))
+    return out, claimed
+
+
+def read_json(doc, text):
+    if not isinstance(doc, dict) or "output_throughput" not in doc:
+        return None
+    if "total_token_throughput" not in doc and "max_output_tokens_per_s" not in doc and \
+            str(doc.get("backend", "")).lower() not in ("vllm", "openai", "openai-chat"):
+        return None
+    if str(doc.get("backend", "")).lower() == "sglang" or "total_throughput" in doc:
+        return None   # SGLang's bench_serving (scrapers.tools.sglang)
+    conc = doc.get("max_concurrency") if isinstance(doc.get("max_concurrency"), int) else None
+    model = doc.get("model_id") or doc.get("model")
+    out = []
+    for key, phase, peak in (("output_throughput", "decode", False), ("total_token_throughput", "e2e", False),
+                             ("max_output_tokens_per_s", "decode", True)):
+        v = doc.get(key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool):
+            continue
+        loc = locate(text, [key])
+        d = draft(v, loc[0] if loc else None, (loc[1], loc[2]) if loc else None, "vllm bench serve",
+                  phase=phase, scope=_scope(conc), concurrency=conc, engine="vLLM",
+                  model=str(model) if model else None, headline_label=key)
+        if peak:
+            d.builder.entry.extra["peak"] = True
+        if phase == "decode" and not peak:
+            for k, f in (("spec_decode_acceptance_length", "acceptance_length"),
+                         ("spec_decode_accepted_tokens", "accepted_tokens"),
+                         ("spec_decode_draft_tokens", "drafted_tokens")):
+                if isinstance(doc.get(k), (int, float)):
+                    d.builder.put(f, doc[k], None)
+            if isinstance(doc.get("spec_decode_acceptance_rate"), (int, float)):
+                d.builder.put("acceptance_rate", doc["spec_decode_acceptance_rate"] / 100.0, None)
+        rates = doc.get("spec_decode_per_position_acceptance_rates")
+        if isinstance(rates, list) and rates:
+            d.builder.put("draft_tokens", len(rates), None)
+            d.builder.put("per_position_rates", [float(x) for x in rates if isinstance(x, (int, float))], None)
+        out.append(d)
+    return out
