@@ -234,3 +234,51 @@ def test_init_offers_reindex_and_the_error_message_says_so(settings, server, cli
     assert "hold records this database does not index" in res.output
     assert "reindexed 1 record(s)" in res.output
     assert cid in _index(Database(settings))
+
+
+def test_db_copy_between_sqlite_and_postgresql_keeps_citations_and_answers(settings, server, tmp_path):
+    """SQLite -> PostgreSQL -> SQLite: every citation id names the same record, every answer is the same."""
+    import os
+
+    from sqlalchemy import create_engine, text
+    from sqlalchemy.engine import make_url
+
+    from app.services.dbcopy import copy_database
+
+    pg = os.environ.get("CAVEAT_TEST_POSTGRES_URL")
+    db = Database(settings)
+    _crawl_demo(db, server)
+    before, answers = _index(db), _quotable(db)
+    targets = []
+    if pg:
+        base = make_url(pg)
+        name = f"caveat_copy_{os.getpid()}"
+        admin = create_engine(base, isolation_level="AUTOCOMMIT")
+        with admin.connect() as c:
+            c.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+            c.execute(text(f'CREATE DATABASE "{name}"'))
+        targets.append(base.set(database=name).render_as_string(hide_password=False))
+    targets.append(f"sqlite:///{tmp_path / 'copy.db'}")
+    current = db
+    try:
+        for url in targets:
+            expected = _index(current)
+            report = copy_database(current, url)
+            assert report.tables["snapshots"] == len(expected)
+            copied = Database(settings.model_copy(update={"database_url": url}))
+            assert _index(copied) == expected
+            assert _quotable(copied) == answers
+            with pytest.raises(Exception, match="already holds rows"):
+                copy_database(current, url)
+            # a capture on the copy continues the id sequences and leaves the copied records alone
+            assert capture_urls(copied, [server.route(f"/more-{len(url)}", "<p>more</p>")])[0].ok
+            assert set(before) <= set(_index(copied))
+            current = copied
+    finally:
+        if pg:
+            current.dispose()
+            with admin.connect() as c:
+                c.execute(text("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = :n "
+                               "AND pid <> pg_backend_pid()"), {"n": name})
+                c.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
+            admin.dispose()

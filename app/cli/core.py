@@ -126,3 +126,34 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
         from app.main import create_app
 
         uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+
+
+@main.group("db")
+def db_group() -> None:
+    """The database as a whole: copy an installation between SQLite and PostgreSQL.
+
+    \b
+    Example:
+      caveat db copy --to postgresql+psycopg2://postgres@127.0.0.1:5432/caveat
+    """
+
+
+@db_group.command("copy")
+@click.option("--to", "to_url", required=True, help="SQLAlchemy URL of an empty database to copy into "
+              "(created tables by `alembic upgrade head`), e.g. postgresql+psycopg2://user@host/db or sqlite:////path/caveat.db.")
+@click.pass_obj
+def db_copy(obj: CliContext, to_url: str) -> None:
+    """Copy every row of this installation's database (snapshots, sources, entries and their history,
+    flags, recipes, measurements, accounts, review decisions) into another, empty database, keeping
+    every id, so citations, entry URLs and API tokens work there unchanged. WARC files are not copied:
+    give the new database the same CAVEAT_DATA_DIR, then run `caveat verify`.
+
+    \b
+    Example:
+      caveat db copy --to postgresql+psycopg2://postgres@127.0.0.1:5432/caveat
+      CAVEAT_DATABASE_URL=postgresql+psycopg2://postgres@127.0.0.1:5432/caveat caveat verify
+    """
+    from app.services.dbcopy import copy_database
+
+    report = copy_database(obj.database(), to_url, progress=lambda m: click.echo(m, err=True))
+    click.echo(f"copied {sum(report.tables.values()):,} row(s) in {len(report.tables)} table(s) to {report.target}")
