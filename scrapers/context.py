@@ -27,6 +27,13 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
                     r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
+_LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b")
+# "**Model:** Qwen/Qwen3-0.6B", "Hardware: NVIDIA A100", "GPU: 2x H100": key-value facts of an intro
+_KV = re.compile(r"(?:^|\n|\s-\s|\|)\s*\**\s*(Model|Hardware|GPU|GPUs|Accelerator|Engine|Backend|Framework|Quantization|"
+                 r"Quant)\s*\**\s*:\s*\**\s*([^\n|*]{2,80})", re.I)
+_KV_FIELDS = {"model": "model", "hardware": "hardware", "gpu": "hardware", "gpus": "hardware",
+              "accelerator": "hardware", "engine": "engine", "backend": "engine", "framework": "engine",
+              "quantization": "quantization", "quant": "quantization"}
 
 
 @lru_cache(maxsize=4096)
@@ -35,9 +42,28 @@ def facts(text: str, narrow: bool = False) -> tuple:
     if not text:
         return ()
     out: dict[str, tuple] = {}
-    for f, vq in pagefacts.facts("", text[:_MAX_SCOPE_TEXT]).items():
+    for m in _KV.finditer(text[:_MAX_SCOPE_TEXT]):
+        f = _KV_FIELDS[m.group(1).lower()]
+        v = m.group(2).strip().rstrip(".,;")
+        if f == "hardware":
+            hw = pagefacts.find_hardware(v)
+            if hw:
+                out.setdefault("hardware", (hw[1], hw[1] if hw[1] in v else v))
+                if hw[0]:
+                    out.setdefault("gpu_count", (hw[0], hw[2]))
+            continue
+        if f == "engine":
+            from scrapers.columns import split_engine
+            eng, ver = split_engine(v)
+            out.setdefault("engine", (eng, eng if eng in v else v))
+            if ver:
+                out.setdefault("engine_version", (ver, ver))
+            continue
+        out.setdefault(f, (v, v))
+    plain = _LINKS.sub(" ", text[:_MAX_SCOPE_TEXT])
+    for f, vq in pagefacts.facts("", plain).items():
         if f in WIDE_FIELDS:
-            out[f] = vq
+            out.setdefault(f, vq)
     if narrow:
         for f, vq in phrases.extract(text[:_MAX_SCOPE_TEXT], strict=True).items():
             if f in ("n_runs", "prompt"):

@@ -30,7 +30,7 @@ _E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btota
 _PER_USER = re.compile(r"\bper[\s-]?(?:user|request|req|stream|sequence|seq|query|session)\b|\bsingle[\s-]?(?:stream|user|"
                        r"request|batch)\b|\bbatch(?:\s+size)?\s*(?:=|:)?\s*1\b|\bbs\s*=?\s*1\b|\bone\s+(?:user|request|"
                        r"stream)\b|\bc\s*=\s*1\b|\bconcurrency\s*(?:=|:)?\s*1\b|\bmean\s+per[\s-]request", re.I)
-_AGGREGATE = re.compile(r"\baggregate\b|\btotal\b|\bsystem\s+throughput\b|\bsummed\b|\bcombined\b|\boverall\b|"
+_AGGREGATE = re.compile(r"\baggregate\b|\b(?:input|output|total)\s+token\s+throughput\b|\bpeak\s+output\b|\btotal\b|\bsystem\s+throughput\b|\bsummed\b|\bcombined\b|\boverall\b|"
                         r"\bthroughput\s+\(all|\ball\s+(?:users|requests)\b|/gpu\b|per\s+gpu\b", re.I)
 _CONC = re.compile(r"(?:\bconcurrency|\bconc\.?|\bbatch(?:[\s_-]size)?|\bbs|\bparallel|\bnp|\busers|\bstreams|"
                    r"--max-concurrency|--max[-_]num[-_]seqs|--parallel|-np)\s*[=:]?\s*(\d+)\b|\bc\s*=\s*(\d+)\b|"

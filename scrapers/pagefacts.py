@@ -15,7 +15,7 @@ _GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO
         r"MI\d{3}X?|RX\s*\d{4}\s*\w*|M\d\s+(?:Max|Ultra|Pro)|Blackwell|Hopper)")
 _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(?P<hw>" + _GPU + r")"
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
-_MODEL = re.compile(r"\b(?!llama\.cpp|llama-bench|llama-server)((?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command)"
+_MODEL = re.compile(r"\b(?!llama\.cpp|llama-bench|llama-server)((?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command[-\s]R\+?|Vicuna|Falcon|MPT|TinyLlama|CodeLlama|Mixtral|Yi|Phi|OLMo|Granite|Nemotron|InternLM|Baichuan|StarCoder)"
                     r"[-\s]?[\w.]*(?:-[\w.]+)*(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*)", re.I)
 
 

@@ -65,7 +65,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
             b = Builder(context=sentence[:300])
             b.put("headline_tps", v, lit)
             b.put("label", sentence[:200], None)
-            ph = phase_of(chunk[max(sent_a, m.start() - 40):min(len(chunk), m.end() + 25)]) or phase_of(sentence)
+            tail = re.split(r"[.,;:)(]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]
+            head = re.split(r"[.,;:)(]|\band\b", chunk[max(sent_a, m.start() - 50):m.start()])[-1]
+            ph = phase_of(tail) or phase_of(head) or phase_of(sentence)
             if ph:
                 b.put("phase", ph, None)
             sc = scope_of(window)
