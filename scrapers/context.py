@@ -27,7 +27,8 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
                     r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
-_LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b")
+_LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
+                    r"[\w.-]+/[\w.-]+:[\w.@:…-]+")   # links, image files, container images name no model
 # "**Model:** Qwen/Qwen3-0.6B", "Hardware: NVIDIA A100", "GPU: 2x H100": key-value facts of an intro
 _KV = re.compile(r"(?:^|\n|\s-\s|\|)\s*\**\s*(Model|Hardware|GPU|GPUs|Accelerator|Engine|Backend|Framework|Quantization|"
                  r"Quant)\s*\**\s*:\s*\**\s*([^\n|*]{2,80})", re.I)

@@ -142,6 +142,15 @@ def classify_entry(e: ParsedEntry) -> ParsedEntry:
     f = e.fields
     if f.get("headline_tps") is None:
         return e
+    t = f.get("test")
+    if t and not re.match(r"(?i)^(?:pp|tg)\s*\d", str(t)):
+        # a benchmark mode, not a llama-bench test: vLLM's offline "Throughput" run counts input + output
+        f.pop("test")
+        e.quotes.pop("test", None)
+        f.setdefault("label", t)
+        if re.fullmatch(r"(?i)throughput", str(t)):
+            f.setdefault("phase", "e2e")
+            f.setdefault("scope", "aggregate")
     label = " ".join(str(x) for x in (f.get("headline_label"), f.get("test")) if x)
     if "phase" not in f:
         f["phase"] = phase_of(label) or "decode"

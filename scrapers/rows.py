@@ -79,6 +79,9 @@ class Builder:
             return
         kind = FIELDS.get(field)
         if field == "hardware":
+            if t.lower() in ("single", "dual", "quad", "multi", "multiple", "cpu only"):
+                self.entry.extra.setdefault(label, t)
+                return
             n, name = split_hardware(t)
             self.put("hardware", name, name)
             if n is not None:
