@@ -18,15 +18,16 @@ from __future__ import annotations
 import hashlib
 import mmap
 import re
-import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
+from zlib_ng import zlib_ng as _inflate  # inflates ~1.5x faster than zlib, same format
+
 from archive import digests
 
 GZIP_MAGIC = b"\x1f\x8b\x08"
-IN_CHUNK = 1 << 20
+IN_CHUNK = 1 << 16  # small: zlib copies what follows a member's end into unused_data
 OUT_CHUNK = 1 << 22
 DEFAULT_MAX_RECORD = 1 << 30
 _CLEN = re.compile(rb"\r\nContent-Length:[ \t]*(\d+)", re.I)
@@ -128,32 +129,40 @@ def _inflate_member(data, pos: int, size: int, limit: int) -> tuple[str, int, by
     """(state, end, bytes) of the gzip member at ``pos``: state ``ok`` (end is where it ends),
     ``big`` (whole, but inflates past ``limit``: bytes None), ``cut`` (file ends inside it) or
     ``bad`` (damaged). For ``cut``, the bytes are what inflated before the end (None if too many)."""
-    d = zlib.decompressobj(31)
+    view = memoryview(data)
+    try:
+        return _inflate_view(view, pos, size, limit)
+    finally:
+        view.release()
+
+
+def _inflate_view(view, pos: int, size: int, limit: int) -> tuple[str, int, bytes | None]:
+    d = _inflate.decompressobj(31)
     out: list[bytes] = []
     total = 0
     at = pos
     big = False
     while at < size:
-        chunk = data[at:at + IN_CHUNK]
-        feed = chunk
-        try:
-            while True:
-                piece = d.decompress(feed, OUT_CHUNK)
-                total += len(piece)
-                if total > limit:
-                    big = True
-                    out = []
-                elif piece:
-                    out.append(piece)
-                if d.eof:
-                    used = len(chunk) - len(d.unused_data)
-                    return ("big" if big else "ok"), at + used, (None if big else b"".join(out))
-                feed = d.unconsumed_tail
-                if not feed:
-                    break
-        except zlib.error as exc:
-            return "bad", at, str(exc).encode()
-        at += len(chunk)
+        with view[at:at + IN_CHUNK] as chunk:
+            feed = chunk
+            try:
+                while True:
+                    piece = d.decompress(feed, OUT_CHUNK)
+                    total += len(piece)
+                    if total > limit:
+                        big = True
+                        out = []
+                    elif piece:
+                        out.append(piece)
+                    if d.eof:
+                        used = len(chunk) - len(d.unused_data)
+                        return ("big" if big else "ok"), at + used, (None if big else b"".join(out))
+                    feed = d.unconsumed_tail
+                    if not feed:
+                        break
+            except _inflate.error as exc:
+                return "bad", at, str(exc).encode()
+            at += len(chunk)
     return "cut", size, (None if big else b"".join(out))
 
 
