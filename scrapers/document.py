@@ -24,7 +24,13 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
     if kind == "html":
         from scrapers.html import parse_html
 
+        from scrapers.pipeline import classify_entry
+        from scrapers.selectors import pin
+
         parse_html(text, result=result)
+        for e in result.entries:
+            classify_entry(e)
+            pin(e, text, [])
         if not result.entries:
             from scrapers.htmltext import read_html_text
 
@@ -39,11 +45,76 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
         from scrapers import delimited
 
         return delimited.read_delimited(text, result, tsv="tab-separated" in ct)
-    if (text.lstrip()[:1] in ("{", "[") and _is_json(text)) or _is_json_lines(text):
+    if kind == "text" and ((text.lstrip()[:1] in ("{", "[") and _is_json(text)) or _is_json_lines(text)):
+        # plain text that is JSON (Lines): a saved result; a source declared markdown stays markdown
         from scrapers import jsondoc
 
         return jsondoc.read_json_text(text, result)
-    return pipeline.read_document(text, result)
+    if kind == "text" and _looks_html(text):
+        from scrapers.htmltext import read_html_text
+
+        read_html_text(text, result)
+        return _merge_classic(text, kind, result, is_html=True)
+    pipeline.read_document(text, result)
+    return _merge_classic(text, kind, result)
+
+
+def _looks_html(text: str) -> bool:
+    import re
+
+    return bool(re.match(r"\s*(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|article|div|p)\b", text[:4096], re.I | re.S))
+
+
+# fields the classic readers fill better than the pipeline's scopes when both read the same figure
+_PREFER_CLASSIC = ("hardware",)
+
+
+def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = False) -> ParseResult:
+    """The classic markdown/prose readers still run: an entry of theirs for a figure the pipeline also
+    read lends the fields the pipeline left empty (prompt, stated tokens and seconds, runs, build); an
+    entry with no figure (a crashed run's row) is kept as they made it."""
+    from scrapers.markdown import parse_markdown
+    from scrapers.pipeline import classify_entry
+    from scrapers.selectors import pin
+    from scrapers.text import parse_text
+
+    try:
+        old = (parse_markdown(text, result=ParseResult(kind=kind)) if kind == "markdown"
+               else parse_text(text, is_html=is_html, result=ParseResult(kind=kind)))
+    except Exception:  # the classic readers are a help, never a reason to fail
+        return result
+    by_value: dict[float, list] = {}
+    for e in result.entries:
+        v = e.fields.get("headline_tps")
+        if v is not None:
+            by_value.setdefault(round(float(v), 3), []).append(e)
+    for o in old.entries:
+        v = o.fields.get("headline_tps")
+        if v is None:
+            if o.fields:
+                classify_entry(o)
+                pin(o, text, [])
+                result.entries.append(o)
+            continue
+        for e in by_value.get(round(float(v), 3), []):
+            if e.fields.get("phase") not in (None, "decode") and "test" not in o.fields:
+                continue
+            for k, val in o.fields.items():
+                if k in ("test", "label", "headline_label", "phase", "scope"):
+                    continue
+                cur = e.fields.get(k)
+                better = (k in _PREFER_CLASSIC and isinstance(cur, str) and isinstance(val, str)
+                          and cur != val and cur in val)
+                if cur is None or better:
+                    e.fields[k] = val
+                    e.selectors.pop(k, None)
+                    if k in o.quotes:
+                        e.quotes[k] = o.quotes[k]
+                    else:
+                        e.quotes.pop(k, None)
+            pin(e, text, [])
+            break
+    return result
 
 
 def _is_json(text: str) -> bool:

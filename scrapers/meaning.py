@@ -20,7 +20,8 @@ NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b
                      r"\bGB/s\b|\bGiB/s\b|\bMB/s\b|speed[\s-]?up|\bscaling\b|\bratio\b|\bx\s*$|%|\bvs\.?\b|"
                      r"\bpercent|\bimprovement|\bgain\b|\bdelta\b|\bdiff|\baccept|\bwatts?\b|\bjoules?\b|/\s*w\b|"
                      r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b", re.I)
-_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt(?:\s+(?:eval(?:uation)?|processing|tokens?|tok))?|pp\d*|"
+_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt\s+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
+                      r"throughput|phase|rate)|pp\d*|"
                       r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encode|context\s+processing|pp512|pp2048)\b", re.I)
 _DECODE = re.compile(r"\b(?:decode|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
                      r"predicted|token\s+generation|sampling)\b", re.I)
@@ -39,6 +40,7 @@ _CONC = re.compile(r"(?:\bconcurrency|\bconc\.?|\bbatch(?:[\s_-]size)?|\bbs|\bpa
 _QUANTILE = re.compile(r"^\s*(?:p\d{1,2}(?:\.\d)?|median|mean|avg|average|min(?:imum)?|max(?:imum)?|std(?:dev)?|"
                        r"stdev|q\d)\b", re.I)
 _PEAK = re.compile(r"\b(?:peak|max(?:imum)?|best|fastest|top|up\s+to)\b", re.I)
+_SPACED = re.compile(r"^\d{1,3}(?: \d{3})+(?:[.,]\d+)?$")
 _FOOT = re.compile(r"[*†‡§¹²³]+$")
 _FIG = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|up\s+to\s+|over\s+|>\s*)?(?P<n>" + NUMBER + r")"
                   r"(?:\s*(?P<pm>±|\+/-|\+-)\s*(?P<s>" + NUMBER + r"))?"
@@ -125,6 +127,9 @@ def cell_figure(text: str) -> Figure | None:
     if not text:
         return None
     s = text.strip()
+    if _SPACED.match(s):     # "3 021,4": spaces as thousands separators, a whole cell only
+        v = to_float(s.replace(" ", ""))
+        return Figure(v, s, 0) if v is not None else None
     m = _FIG.search(s)
     if not m or m.start() > 3:
         return None

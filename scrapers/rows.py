@@ -19,6 +19,7 @@ from scrapers.numbers import NUMBER_RE, parse_int, parse_number, parse_range, pa
 EMPTY = {"", "-", "—", "–", "n/a", "na", "none", "?", "null", "tbd", "…", "--"}
 _STRIP = " \t*`_\u00a0"
 _WS = re.compile(r"\s+")
+_COMPUTE_BACKENDS = {"vulkan", "rocm", "cuda", "metal", "sycl", "cpu", "opencl", "hip", "blas", "cann", "musa", "kompute"}
 _INT_TOKENS = {"context_length", "prompt_tokens", "gen_tokens"}
 
 
@@ -97,6 +98,9 @@ class Builder:
             else:
                 self.put("gpu_count", n, t)
         elif field == "engine":
+            if t.lower() in _COMPUTE_BACKENDS:   # a compute backend of llama.cpp & co, not an engine
+                self.entry.extra.setdefault(label, t)
+                return
             eng, ver = split_engine(t)
             self.put("engine", eng, eng)
             if ver:
