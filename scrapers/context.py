@@ -19,7 +19,7 @@ from scrapers.blocks import Block
 from scrapers.meaning import concurrency_of
 
 WIDE_FIELDS = ("model", "hardware", "gpu_count", "engine", "engine_version", "engine_commit", "engine_image",
-               "quantization", "tp", "pp", "ep", "dcp", "spec_method", "draft_tokens", "proposer", "context_length")
+               "quantization", "tp", "pp", "ep", "dcp", "spec_method", "draft_tokens", "proposer")
 NARROW_FIELDS = ("concurrency", "n_runs", "prompt")
 SPEC_FIELDS = ("spec_method", "draft_tokens", "proposer")
 CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-](?:spec|MTP|draft|eagle)|"

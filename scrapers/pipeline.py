@@ -180,7 +180,7 @@ def dedupe(entries: list[ParsedEntry]) -> list[ParsedEntry]:
     for e in entries:
         f = e.fields
         key = (round(float(f["headline_tps"]), 3), f.get("phase"), f.get("scope"), f.get("concurrency"),
-               (f.get("model") or "").lower(), f.get("test"), f.get("hardware"), f.get("context_length"))
+               (f.get("model") or "").lower(), f.get("test"), f.get("hardware"))
         if key in keep:
             prev = keep[key]
             for k, v in f.items():

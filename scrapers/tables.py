@@ -236,6 +236,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                         b.entry.fields["model"] = f"{b.entry.fields['model']} {sz}"
                         b.entry.quotes.pop("model", None)
                 _header_meaning(b, H[j], has)
+                if _INT.match(H[j].strip()) and re.search(r"(?i)conc|batch|users|streams|^c$", H[0]):
+                    b.put("concurrency", int(H[j].strip()), H[j].strip())
                 row_text = " ".join(row[k].value for k in range(len(row)) if k not in tps)
                 local = f"{row_text} {H[j]} {cell.value} {group}"
                 ph = phase_of(H[j]) or phase_of(cell.value) or phase_of(row_text) or None
