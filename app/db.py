@@ -30,6 +30,12 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
+# FULL: a commit is on disk when it returns, like the WARC bytes it indexes (fsynced before the commit).
+# Under WAL, NORMAL could lose the last commits on power loss while their WARC bytes survive; the
+# index then catches up from the WARC (never the reverse), but FULL keeps the two in step.
+SQLITE_SYNCHRONOUS = "FULL"
+
+
 def make_engine(url: str) -> Engine:
     if url.startswith("sqlite"):
         engine = create_engine(url, connect_args={"check_same_thread": False, "timeout": 30})
@@ -38,7 +44,7 @@ def make_engine(url: str) -> Engine:
         def _sqlite_pragmas(dbapi_conn, _record):  # pragma: no cover - trivial
             cur = dbapi_conn.cursor()
             cur.execute("PRAGMA journal_mode=WAL")
-            cur.execute("PRAGMA synchronous=FULL")  # a commit is durable once it returns, like the WARC fsync
+            cur.execute(f"PRAGMA synchronous={SQLITE_SYNCHRONOUS}")
             cur.execute("PRAGMA foreign_keys=ON")
             cur.close()
 

@@ -125,6 +125,8 @@ def main() -> None:
     ap.add_argument("--postgres", metavar="URL", default=None,
                     help="index in a fresh, temporary database on this PostgreSQL server instead of SQLite "
                     "(e.g. postgresql+psycopg2://postgres@127.0.0.1:5432/test)")
+    ap.add_argument("--compare-synchronous", action="store_true",
+                    help="also run ours with SQLite synchronous=NORMAL and print what FULL (the default) costs")
     args = ap.parse_args()
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
@@ -137,6 +139,16 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp, temporary_database(args.postgres) as database_url:
             ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers, args.processes, database_url)
             peer_rate, peer_size = run_peer(pages, urls[5:], Path(tmp))
+            normal_rate = None
+            if args.compare_synchronous and not database_url:
+                import shutil
+
+                import app.db
+
+                shutil.rmtree(Path(tmp) / "ours")
+                app.db.SQLITE_SYNCHRONOUS = "NORMAL"
+                normal_rate, _ = run_ours(urls, Path(tmp), args.workers, args.processes, None)
+                app.db.SQLITE_SYNCHRONOUS = "FULL"
     finally:
         server.terminate()
     print(f"pages: {args.pages} x {PAGE_BYTES // 1024} KB, cpus: {os.cpu_count()}, "
@@ -145,6 +157,9 @@ def main() -> None:
     print(f"peer (warcio default, write):   {peer_rate:8.1f} records/s  {peer_size / 1e6:8.2f} MB")
     print(f"speed ratio: {ours_rate / peer_rate:.2f}x (goal >= 4x)   size ratio: {ours_size / peer_size:.3f} "
           "(goal <= 1.10)")
+    if normal_rate:
+        print(f"SQLite synchronous=FULL (default) vs NORMAL: {ours_rate:.1f} vs {normal_rate:.1f} records/s "
+              f"(FULL costs {100 * (1 - ours_rate / normal_rate):.1f}%)")
 
 
 if __name__ == "__main__":
