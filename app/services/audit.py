@@ -272,6 +272,7 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
         recipes.update((r.recipe_id, r) for r in session.scalars(select(Recipe).where(Recipe.recipe_id.in_(part))))
     active = 0
     updates: list[dict] = []
+    recipe_updates: list[dict] = []
     for key, group in groups.items():
         cands = [candidate(i, flags_by_entry[i.entry.id]) for i in group]
         ms = measured.get(key, []) if isinstance(key, str) else []
@@ -286,8 +287,16 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
             recipe = recipes.get(key)
             if recipe is not None:
                 answer = recipe_answer(settings, key, group, flags_by_entry, decide(cands, ms))
-                recipe.quotable, recipe.quotable_tps, recipe.basis = answer, answer["quotable_tps"], answer["basis"]
+                if (recipe.quotable, recipe.quotable_tps, recipe.basis) != (answer, answer["quotable_tps"],
+                                                                            answer["basis"]):
+                    recipe_updates.append({"id": recipe.id, "quotable": answer, "quotable_tps": answer["quotable_tps"],
+                                           "basis": answer["basis"]})
     session.flush()
+    by_recipe = {r.id: r for r in recipes.values()}
+    for part in chunked(recipe_updates, CHUNK):
+        session.execute(update(Recipe), part)  # bulk UPDATE by primary key
+        for row in part:
+            session.expire(by_recipe[row["id"]], ["quotable", "quotable_tps", "basis"])
     by_id = {i.entry.id: i.entry for i in loaded}
     for part in chunked(updates, CHUNK):
         session.execute(update(Entry), part)  # bulk UPDATE by primary key
