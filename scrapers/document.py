@@ -67,6 +67,12 @@ def _looks_html(text: str) -> bool:
 
 # fields the classic readers fill better than the pipeline's scopes when both read the same figure
 _PREFER_CLASSIC = ("hardware",)
+# the only fields they may lend: what one run states about itself (never speculation or model facts,
+# which the scoped context decides)
+_LEND = {"prompt", "tokens_stated", "seconds_stated", "n_runs", "engine_commit", "engine_version", "submitter",
+         "notes", "acceptance_rate", "acceptance_length", "accepted_tokens", "drafted_tokens", "steady_low",
+         "steady_high", "hardware", "gpu_count", "concurrency", "engine", "prompt_tokens", "gen_tokens",
+         "spread", "samples", "power", "clocks", "date", "command", "output_sample"}
 
 
 def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = False) -> ParseResult:
@@ -91,7 +97,8 @@ def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = Fa
     for o in old.entries:
         v = o.fields.get("headline_tps")
         if v is None:
-            if o.fields:
+            row = _squash(o.context)
+            if o.fields and not any(_squash(e.context) == row for e in result.entries):
                 classify_entry(o)
                 pin(o, text, [])
                 result.entries.append(o)
@@ -100,7 +107,7 @@ def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = Fa
             if e.fields.get("phase") not in (None, "decode") and "test" not in o.fields:
                 continue
             for k, val in o.fields.items():
-                if k in ("test", "label", "headline_label", "phase", "scope"):
+                if k not in _LEND:
                     continue
                 cur = e.fields.get(k)
                 better = (k in _PREFER_CLASSIC and isinstance(cur, str) and isinstance(val, str)
@@ -115,6 +122,10 @@ def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = Fa
             pin(e, text, [])
             break
     return result
+
+
+def _squash(s: str) -> str:
+    return "".join(ch for ch in (s or "") if ch.isalnum()).lower()
 
 
 def _is_json(text: str) -> bool:

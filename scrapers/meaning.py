@@ -36,7 +36,7 @@ _AGGREGATE = re.compile(r"\baggregate\b|\b(?:input|output|total)\s+token\s+throu
 _CONC = re.compile(r"(?:\bconcurrency|\bconc\.?|\bbatch(?:[\s_-]size)?|\bbs|\bparallel|\bnp|\busers|\bstreams|"
                    r"--max-concurrency|--max[-_]num[-_]seqs|--parallel|-np)\s*[=:]?\s*(\d+)\b|\bc\s*=\s*(\d+)\b|"
                    r"(?<![\w.])[cC](\d{1,4})(?![\w.])|(\d+)\s+(?:concurrent|parallel)\s+(?:requests|users|streams|"
-                   r"sequences|clients)|@\s*c(\d+)\b", re.I)
+                   r"sequences|clients)|@\s*c(\d+)\b|\b(single)[\s-](?:stream|request|user)\b", re.I)
 _QUANTILE = re.compile(r"^\s*(?:p\d{1,2}(?:\.\d)?|median|mean|avg|average|min(?:imum)?|max(?:imum)?|std(?:dev)?|"
                        r"stdev|q\d)\b", re.I)
 _PEAK = re.compile(r"\b(?:peak|max(?:imum)?|best|fastest|top|up\s+to)\b", re.I)
@@ -82,7 +82,7 @@ def concurrency_of(text: str) -> tuple[int, str] | None:
     if not m:
         return None
     v = next(g for g in m.groups() if g)
-    n = int(v)
+    n = 1 if v.lower() == "single" else int(v)
     if n <= 0 or n > 100000:
         return None
     return n, m.group(0)

@@ -85,6 +85,8 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                         d.block = sub
                         drafts.append((d, blk))
     entries: list[ParsedEntry] = []
+    origins: dict[int, int] = {}
+    prose_ids: set[int] = set()
     for d, outer in drafts:
         context.apply(d, page, outer)
         for f, (v, q) in (base or {}).items():
@@ -93,7 +95,11 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
         if e is not None:
             pin(e, text, d.spans)
             entries.append(e)
-    result.entries += dedupe(entries)
+            origins[id(e)] = d.block.start if d.block is not None else -1
+            if d.source == "prose":
+                prose_ids.add(id(e))
+    kept = dedupe([e for e in entries if id(e) not in prose_ids], origins)
+    result.entries += merge_prose(kept, [e for e in entries if id(e) in prose_ids])
     _account(result, seen, n_tables, skipped_tables)
     return result
 
@@ -173,16 +179,48 @@ def finish_drafts(drafts: list[Draft], text: str) -> list[ParsedEntry]:
     return dedupe(out)
 
 
-def dedupe(entries: list[ParsedEntry]) -> list[ParsedEntry]:
-    """One entry per figure and configuration: a summary restating a figure is not a second entry."""
-    keep: dict[tuple, ParsedEntry] = {}
+def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[ParsedEntry]:
+    """A figure stated in a sentence that a table or tool output of the page also gives (or an earlier
+    sentence already gave) restates it: its words add detail to that entry, they make no new one."""
+    out = list(kept)
+    for e in prose:
+        f = e.fields
+        v = round(float(f["headline_tps"]), 3)
+        same = [k for k in out if round(float(k.fields["headline_tps"]), 3) == v
+                and k.fields.get("phase") == f.get("phase")]
+        if not same:
+            out.append(e)
+            continue
+        tgt = same[0]
+        for k, val in f.items():
+            if k in ("label", "headline_label") or k in tgt.fields:
+                continue
+            tgt.fields[k] = val
+            if k in e.quotes:
+                tgt.quotes[k] = e.quotes[k]
+                if k in e.selectors:
+                    tgt.selectors[k] = e.selectors[k]
+    return out
+
+
+def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) -> list[ParsedEntry]:
+    """One entry per figure and configuration: a summary restating a figure elsewhere on the page is not a
+    second entry; two rows of one table with the same figure but different labels are two runs."""
+    keep: dict[tuple, list[ParsedEntry]] = {}
+    origins = origins or {}
     out = []
     for e in entries:
         f = e.fields
         key = (round(float(f["headline_tps"]), 3), f.get("phase"), f.get("scope"), f.get("concurrency"),
                (f.get("model") or "").lower(), f.get("test"), f.get("hardware"))
-        if key in keep:
-            prev = keep[key]
+        prev = None
+        for p in keep.get(key, []):
+            same_block = origins.get(id(p), -2) == origins.get(id(e), -3)
+            if same_block and p.fields.get("label") != f.get("label"):
+                continue
+            prev = p
+            break
+        if prev is not None:
             for k, v in f.items():
                 if k not in prev.fields:
                     prev.fields[k] = v
@@ -191,7 +229,7 @@ def dedupe(entries: list[ParsedEntry]) -> list[ParsedEntry]:
                         if k in e.selectors:
                             prev.selectors[k] = e.selectors[k]
             continue
-        keep[key] = e
+        keep.setdefault(key, []).append(e)
         out.append(e)
     return out
 

@@ -133,6 +133,9 @@ class Builder:
         elif kind is int:
             v = parse_tokens(t) if field in _INT_TOKENS else parse_int(t)
             if v is None:
+                m = re.match(r"^(\d+)\s*(?:\(.*\)|\[.*\])$", t)    # "20 (second run)"
+                v = int(m.group(1)) if m else None
+            if v is None:
                 return self.warn(label, t, "a whole number")
             self.put(field, v, t)
         elif kind is float:

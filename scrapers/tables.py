@@ -23,7 +23,10 @@ from scrapers.blocks import Block, Cell, Table
 from scrapers.columns import ENGINE_RE, classify, split_engine
 from scrapers.meaning import Figure, cell_figure, concurrency_of, phase_of, says_tps, scope_of
 from scrapers.pagefacts import find_hardware
+from scrapers.numbers import parse_range
 from scrapers.rows import Builder
+
+_STEADY_ROW = re.compile(r"steady[\s-]*state", re.I)
 
 _LIST = re.compile(r"((?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})(?:\s*/\s*(?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})){1,15})")
 _INT = re.compile(r"^\d{1,5}$")
@@ -203,9 +206,19 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     group = ""
     group_span = None
     skipped = 0
+    steady = None
     for row in rows:
         if _is_group_row(row, len(H)):
             group, group_span = row[0].value, (row[0].start, row[0].end)
+            continue
+        if row and _STEADY_ROW.search(row[0].value):
+            # "| Entry's stated steady state | 373 to 391 |": the steady state of the table's runs, not a run
+            for j in tps:
+                if j < len(row):
+                    rng = parse_range(row[j].value.replace(" tok/s", ""))
+                    if rng:
+                        steady = (rng, row[j])
+                        break
             continue
         label_cell = row[0] if row and 0 not in tps else None
         for j in tps:
@@ -260,6 +273,12 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                     b.put("label", H[j].strip(), None)
                 spans = [span_i] + [(c.start, c.end) for c in row] + ([group_span] if group_span else [])
                 out.append(Draft(b, spans, local, "table"))
+    if steady is not None:
+        (lo, hi), cell = steady
+        for d in out:
+            d.builder.put("steady_low", lo, cell.text)
+            d.builder.put("steady_high", hi, cell.text)
+            d.spans.append((cell.start, cell.end))
     if skipped and seen is not None:
         seen.append((skipped, "cells under a tok/s column that hold no readable figure"))
     return out

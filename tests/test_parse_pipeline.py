@@ -1,0 +1,169 @@
+"""The pipeline's contracts: decoding precedence, segmentation of flattened tables, quote selectors that
+pin one occurrence, the seeds' figures, and bounded time on hostile input (issue 11)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+import scrapers
+from scrapers.decode import decode_body
+from scrapers.segment import iter_blocks, segment
+
+REAL = Path(__file__).parent / "data" / "real" / "pages"
+
+
+def test_decode_precedence_bom_header_meta_sniff():
+    assert decode_body(b"\xef\xbb\xbfGLM\xe2\x80\x915", None).how == "bom"
+    d = decode_body("373–391".encode(), "text/html; charset=utf-8")
+    assert d.text == "373–391" and d.how == "header"
+    d = decode_body(b'<meta charset="windows-1252"><p>\xe9</p>', "text/html")
+    assert d.how == "meta" and "é" in d.text
+    d = decode_body("GLM‑5.3 373–391".encode(), "text/html")     # no charset anywhere: sniffed as UTF-8
+    assert d.text == "GLM‑5.3 373–391" and d.how == "sniffed"
+    d = decode_body(b"caf\xe9 \x80", None)
+    assert d.encoding == "cp1252" and d.warnings
+
+
+def test_decode_agrees_with_w3lib_when_installed():
+    w3 = pytest.importorskip("w3lib.encoding")
+    for body, ct in [("a–b".encode(), "text/html; charset=utf-8"), (b'<meta charset="latin-1">\xe9', None),
+                     (b"\xef\xbb\xbfabc", None)]:
+        assert decode_body(body, ct).text == w3.html_to_unicode(ct, body)[1]
+
+
+def test_flattened_pipe_and_box_tables_are_tables():
+    text = ("Intro | Metric | A | B | | --- | --- | --- | | Decode C1 / C4 (tok/s) | 87.5 / 219.3 | 86.6 / 217.2 | "
+            "Then ╭────┬──────╮ │ conc │ tok/s │ ├────┼──────┤ │ 2 │ 67.9 │ ╰────┴──────╯ done")
+    tables = [b.table for b in iter_blocks(segment(text)) if b.kind == "table"]
+    assert [t.shape for t in tables] == ["pipe", "box"]
+    assert [c.value for c in tables[0].header] == ["Metric", "A", "B"]
+    assert tables[0].rows[0][1].value == "87.5 / 219.3"
+    assert [c.value for c in tables[1].rows[0]] == ["2", "67.9"]
+    for t in tables:
+        for row in [t.header, *t.rows]:
+            for c in row:
+                assert text[c.start:c.end] == c.text
+
+
+def test_compound_cells_give_one_entry_per_concurrency_with_scope():
+    text = "# Card\n\n| Metric | Build |\n| --- | --- |\n| Decode C1 / C4 / C8 (tok/s) | 87.5 / 219.3 / 308.1 |\n"
+    es = scrapers.parse(text.encode(), kind="markdown").entries
+    got = sorted((e.fields["concurrency"], e.fields["headline_tps"], e.fields["scope"]) for e in es)
+    assert got == [(1, 87.5, "per_user"), (4, 219.3, "aggregate"), (8, 308.1, "aggregate")]
+
+
+def test_selectors_pin_the_right_occurrence():
+    text = "| run | tok/s |\n| --- | --- |\n| a | 8 |\n| b | 9 |\n| c | 8 |\n"
+    r = scrapers.parse(text.encode(), kind="markdown")
+    starts = []
+    for e in r.entries:
+        sel = e.selectors["headline_tps"]
+        assert r.text[sel["start"]:sel["end"]] == sel["exact"] == e.quotes["headline_tps"]
+        assert r.text[:sel["start"]].endswith(sel["prefix"]) and r.text[sel["end"]:].startswith(sel["suffix"])
+        starts.append(sel["start"])
+    assert len(set(starts)) == len(r.entries) == 3
+
+
+def test_ratios_percentages_and_req_s_are_not_throughput():
+    text = ("| Config | Output tok/s | Speedup | Request throughput (req/s) |\n| --- | --- | --- | --- |\n"
+            "| base | 100 | 1.0x | 2.5 |\n| spec | 187 (+87%) | 1.87x | 4.1 |\n")
+    vals = sorted(e.fields["headline_tps"] for e in scrapers.parse(text.encode(), kind="markdown").entries)
+    assert vals == [100.0, 187.0]
+
+
+def test_baseline_cancels_the_sections_speculation():
+    text = ("# Bench\n\nAll runs use EAGLE-3 with 4 draft tokens on 1x H100.\n\n"
+            "| Mode | Decode tok/s |\n| --- | --- |\n| speculative | 297 |\n| baseline (no spec) | 156 |\n")
+    by = {e.fields["headline_tps"]: e.fields for e in scrapers.parse(text.encode(), kind="markdown").entries}
+    assert by[297.0].get("draft_tokens") == 4
+    assert "draft_tokens" not in by[156.0] and "spec_method" not in by[156.0]
+
+
+def test_tool_outputs_mean_what_the_tool_means():
+    log = ("============ Serving Benchmark Result ============\nMaximum request concurrency:  8\n"
+           "Request throughput (req/s):   3.10\nOutput token throughput (tok/s):  412.5\n"
+           "Total Token throughput (tok/s):  1650.2\n"
+           "llama_print_timings: prompt eval time =   925.78 ms /    24 tokens (   38.57 ms per token,    25.92 tokens per second)\n"
+           "llama_print_timings:        eval time =  4178.32 ms /    31 runs   (  134.78 ms per token,     7.42 tokens per second)\n")
+    got = {(e.fields["headline_tps"], e.fields["phase"], e.fields["scope"], e.fields.get("concurrency"))
+           for e in scrapers.parse(log.encode(), kind="text").entries}
+    assert got == {(412.5, "decode", "aggregate", 8), (1650.2, "e2e", "aggregate", 8),
+                   (25.92, "prefill", "per_user", None), (7.42, "decode", "per_user", None)}
+
+
+@pytest.mark.skipif(not (REAL / "000_0610243c6a26dc31.txt").exists(), reason="real corpus not present")
+def test_seeds():
+    r0 = scrapers.parse((REAL / "000_0610243c6a26dc31.txt").read_bytes(), kind="text")
+    ladder = sorted((e.fields.get("draft_tokens"), e.fields["headline_tps"]) for e in r0.entries
+                    if e.fields.get("draft_tokens"))
+    assert ladder == [(8, 300.7), (12, 443.1), (20, 482.4), (20, 514.3), (28, 808.5), (64, 1004.9)]
+    assert all((e.fields.get("steady_low"), e.fields.get("steady_high")) == (373.0, 391.0)
+               for e in r0.entries if e.fields.get("draft_tokens"))
+    r2 = scrapers.parse((REAL / "002_a33fc600baaeb334.txt").read_bytes(), kind="text",
+                        content_type="text/plain; charset=utf-8")
+    dec = {(e.fields.get("concurrency"), e.fields["scope"]): e.fields["headline_tps"] for e in r2.entries
+           if e.fields["phase"] == "decode" and e.fields.get("label") == "nvfp4_ds_mla"}
+    assert dec.get((1, "per_user")) == 87.5 and dec.get((8, "aggregate")) == 308.1
+    assert any(e.fields["phase"] == "prefill" and e.fields["headline_tps"] == 2551 for e in r2.entries)
+    assert any("@sha256:" in (e.fields.get("engine_image") or "") for e in r2.entries)
+    r3 = scrapers.parse((REAL / "003_7c3e7ca5983ce71a.txt").read_bytes(), kind="text")
+    e55 = next(e for e in r3.entries if e.fields["headline_tps"] == 55)
+    assert "Count from 1 to 50" in (e55.fields.get("prompt") or "") and e55.fields.get("n_runs") == 1
+
+
+# --- bad input: bounded time and memory, warnings, never a crash -----------------------------------
+
+def _timed(body: bytes, kind: str, limit: float):
+    t0 = time.monotonic()
+    r = scrapers.parse(body, kind=kind)
+    dt = time.monotonic() - t0
+    assert dt < limit, f"{dt:.1f} s"
+    return r
+
+
+def test_hundred_thousand_row_table_is_cut_with_a_warning():
+    rows = "".join(f"| m{i} | {i % 500 + 1}.5 |\n" for i in range(100_000))
+    r = _timed(("| Model | tok/s |\n| --- | --- |\n" + rows).encode(), "markdown", 60)
+    assert any("cut at" in w for w in r.warnings) and r.entries
+
+
+def test_ten_thousand_columns():
+    head = "| " + " | ".join(f"c{i}" for i in range(10_000)) + " |\n"
+    sep = "|" + " --- |" * 10_000 + "\n"
+    row = "| " + " | ".join("1" for _ in range(10_000)) + " |\n"
+    r = _timed((head + sep + row).encode(), "markdown", 30)
+    assert isinstance(r, scrapers.ParseResult)
+
+
+def test_fifty_megabytes_of_text():
+    body = (b"lorem ipsum dolor sit amet 12 34 " * 1_600_000)[:50_000_000]
+    r = _timed(body, "text", 120)
+    assert not r.entries and r.warnings
+
+
+def test_deeply_nested_json_is_refused_with_a_warning():
+    r = _timed(b"[" * 100_000 + b"]" * 100_000, "json", 10)
+    assert not r.entries and any("nests deeper" in w or "not valid JSON" in w for w in r.warnings)
+
+
+def test_binary_garbage():
+    r = _timed(os.urandom(2_000_000), "text", 30)
+    assert isinstance(r, scrapers.ParseResult) and (r.entries or r.warnings)
+
+
+def test_a_page_that_defeats_every_reader_says_what_was_seen():
+    text = "| Suite | Result |\n| --- | --- |\n| A | pass |\n\nThroughput was fine (tok/s below).\n"
+    r = scrapers.parse(text.encode(), kind="markdown")
+    assert not r.entries
+    assert any("nothing parsed" in w and "1 table" in w for w in r.warnings)
+
+
+def test_figures_seen_but_not_read_are_counted():
+    text = "Aggregate tok/s\n\n| run | a | b |\n| --- | --- | --- |\n| x | 1 | 2 |\n"
+    r = scrapers.parse(text.encode(), kind="markdown")
+    assert any("not read" in w for w in r.warnings)
