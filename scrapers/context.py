@@ -27,6 +27,7 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
                     r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
+_DIGEST_IMAGE = re.compile(r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64}")
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
                     r"[\w.-]+/[\w.-]+:[\w.@:…-]+")   # links, image files, container images name no model
 # "**Model:** Qwen/Qwen3-0.6B", "Hardware: NVIDIA A100", "GPU: 2x H100": key-value facts of an intro
@@ -45,13 +46,19 @@ def facts(text: str, narrow: bool = False) -> tuple:
     out: dict[str, tuple] = {}
     for m in _KV.finditer(text[:_MAX_SCOPE_TEXT]):
         f = _KV_FIELDS[m.group(1).lower()]
-        v = m.group(2).strip().rstrip(".,;")
+        v = re.sub(r"<[^>]+>", "", m.group(2)).strip().rstrip(".,;")
+        if not v:
+            continue
         if f == "hardware":
             hw = pagefacts.find_hardware(v)
             if hw:
                 out.setdefault("hardware", (hw[1], hw[1] if hw[1] in v else v))
                 if hw[0]:
                     out.setdefault("gpu_count", (hw[0], hw[2]))
+            else:
+                name = re.split(r"\s+\d+\s*Gi?B?\b|\s*[,(;]", v)[0].strip()
+                if name and len(name) <= 40:
+                    out.setdefault("hardware", (name, name))
             continue
         if f == "engine":
             from scrapers.columns import split_engine
@@ -61,6 +68,10 @@ def facts(text: str, narrow: bool = False) -> tuple:
                 out.setdefault("engine_version", (ver, ver))
             continue
         out.setdefault(f, (v, v))
+    if "/" in text and ":" in text:
+        img = phrases.extract(text[:_MAX_SCOPE_TEXT]).get("engine_image")
+        if img:
+            out.setdefault("engine_image", img)
     plain = _LINKS.sub(" ", text[:_MAX_SCOPE_TEXT])
     for f, vq in pagefacts.facts("", plain).items():
         if f in WIDE_FIELDS:
@@ -87,6 +98,8 @@ class Page:
         self.blocks = blocks
         self.headings = {i: b for i, b in enumerate(blocks) if b.kind == "heading"}
         self.title, self.intro, self.intro_span = self._title_intro()
+        m = _DIGEST_IMAGE.search(text)       # a digest-pinned image anywhere on the page pins its runs
+        self.image = (m.group(0), (m.start(), m.end())) if m else None
         self._section_text: dict[int, list[tuple[int, str, int, int]]] = {}
         for i, b in enumerate(blocks):
             if b.kind == "text":
@@ -140,6 +153,8 @@ class Page:
             out.append(((h.text if h else "") + " . " + body, span, first))
             first = False
         out.append((self.title + " . " + self.intro, self.intro_span, False))
+        if self.image:
+            out.append((self.image[0], self.image[1], False))
         return out
 
 

@@ -189,7 +189,7 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     for i, (key, pe, flds) in enumerate(zip(keys, result.entries, cleaned)):
         warnings = list(pe.warnings)
         cols = denormalised(flds, warnings)
-        rkey = recipe_key(flds)
+        rkey = recipe_key({**flds, "_extra": pe.extra or {}})
         rid = recipe_id_for(rkey) if rkey else None
         if rid and rid not in recipes:
             recipes[rid] = (rkey, cols)

@@ -35,6 +35,13 @@ RECIPE_FIELDS = (
     "model", "hardware", "gpu_count", "engine", "quantization", "tp", "pp", "ep", "dcp", "concurrency",
     "test", "submitter",
 )
+# Also in the key (ruleset 2026.12.2), each only when the row states it, so rows without them keep
+# their recipe ids: the phase (decode / prefill / e2e) and scope (per_user / aggregate) of the figure,
+# whether speculation is on, the offload (`ngl`) and parallel slots read from the row, and the row's
+# label without its numbers (a scenario or configuration name; "draft 8" and "draft 12" stay one ladder).
+# The speculative method is left out: pages often name it once, in one row's notes, and it would split
+# the headline rung from its ladder; speculation on/off is stated by every rung's draft width.
+SCOPE_FIELDS = ("phase", "scope", "label")
 
 # Words that do not change which accelerator is meant.
 _HARDWARE_NOISE = {
@@ -98,6 +105,8 @@ def norm_label(value: Any) -> str | None:
 
 _NORMALISERS = {
     "label": norm_label,
+    "phase": norm_token,
+    "scope": norm_token,
     "model": norm_model,
     "hardware": norm_hardware,
     "engine": norm_token,
@@ -158,9 +167,15 @@ def entry_keys(rows: Iterable[dict]) -> list[str]:
 
 def recipe_key(fields: dict) -> dict | None:
     """The normalised configuration of a row, or None when it names neither model nor hardware."""
-    key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS}
+    key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS + SCOPE_FIELDS}
     if key["model"] is None and key["hardware"] is None:
         return None
+    if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
+        key["speculative"] = True
+    extra = fields.get("_extra") or {}
+    for name in ("ngl", "n_gpu_layers", "parallel", "np"):
+        if name in extra:
+            key[f"x_{name}"] = norm_number(extra[name])
     return {k: v for k, v in key.items() if v is not None}
 
 

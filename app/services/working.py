@@ -21,6 +21,7 @@ from typing import Iterable
 from app.services.rules import BLOCKING
 
 BASES = ("measured", "steady_state", "headline", "none")
+NOT_DECODE = ("prefill", "e2e")
 
 
 @dataclass
@@ -40,6 +41,7 @@ class Candidate:
     steady_low: float | None = None
     steady_high: float | None = None
     standing: list[StandingFlag] = field(default_factory=list)  # active flags not dismissed
+    phase: str | None = None  # decode | prefill | e2e (None: not stated, read as decode)
 
 
 @dataclass
@@ -112,6 +114,11 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
     scope = [entry] if entry is not None else list(candidates)
     heads = [float(c.headline_tps) for c in scope if _ok(c.headline_tps)]
     headline = max(heads) if heads else None
+    phases = {c.phase for c in scope} - {None, "decode"}
+    if phases and all(c.phase in NOT_DECODE for c in scope):
+        what = " and ".join(sorted(phases))
+        return _result(None, "none", f"a {what} figure: only decode figures can be quoted as a decode speed",
+                       headline, None)
     caps = [(headline, "the headline")] if headline is not None else []
     if steady is not None:
         caps.append((steady["low"], "the lowest stated steady state"))

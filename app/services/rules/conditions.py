@@ -28,6 +28,12 @@ _UNPINNED = re.compile(r"\bnightly\b|\bdev(?:elopment)?[- ]build\b|\.dev\d*\b|\b
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{12,}|\bsha256:[0-9a-f]{12,}", re.I)
 
 
+_PIN_TEXT = re.compile(
+    r"\bbuild[:\s]+\d{3,6}\s*\(\s*[0-9a-f]{7,40}\s*\)|\bb\d{3,5}-[0-9a-f]{7,40}\b|@sha256:[0-9a-f]{12,}|"
+    r"\b(?:vllm|sglang|llama\.cpp|tensorrt-llm|trt-llm|tgi|lmdeploy|exllamav2|ollama|mlc-llm)[\s:=v-]+v?\d+\.\d+(?:\.\d+)?"
+    r"(?:\.post\d+|rc\d+)?\b|\bcommit\s+[0-9a-f]{7,40}\b", re.I)
+
+
 @rule("unpinned_build", "medium",
       "The build cannot be reproduced: no engine version, commit or image digest, or a nightly, dev or "
       "locally patched build.")
@@ -41,6 +47,9 @@ def unpinned_build(f, q, ctx):
     pinned = [n for n in ("engine_version", "engine_commit") if text(f, n).strip()]
     if _DIGEST.search(text(f, "engine_image")):
         pinned.append("engine_image")
+    for name in ("notes", "command", "label"):  # a build number, version string or image digest stated there
+        if _PIN_TEXT.search(text(f, name)):
+            pinned.append(name)
     if pinned:
         return None
     return {"numbers": {"engine": f.get("engine"), "engine_version": None, "engine_commit": None,
@@ -112,7 +121,7 @@ def lossy_setting(f, q, ctx):
             "quotes": [quote(f, q, name, m)]}
 
 
-_TG = re.compile(r"\btg(\d+)\b", re.I)
+_TG = re.compile(r"\btg\s?(\d+)\b", re.I)
 
 
 @rule("short_shape", "low",

@@ -139,12 +139,15 @@ _SINGLE_WORDS = re.compile(r"\bsingle[- ]stream\b|\bsingle[- ]user\b|\bper[- ]us
       "user's speed.")
 def aggregate_as_single_stream(f, q, ctx):
     conc = num(f.get("concurrency"))
-    if conc is None or conc <= 1:
-        return None
+    if conc is None or conc <= 1 or f.get("scope") == "per_user":
+        return None  # one stream, or a per-user figure read at that concurrency
     hit = search(f, ("headline_label", "label", "notes"), _SINGLE_WORDS)
     singles = ctx.page_singles if ctx.page_singles is not None else \
         sum(1 for c in ctx.page_concurrency if c is None or c <= 1)
-    if not hit and not singles:
+    # Beside single-stream figures, an aggregate reads as one user's speed only when the page does not
+    # say its scope or show its concurrency with it (a concurrency quoted from the row is shown).
+    shown = f.get("scope") == "aggregate" or bool(q.get("concurrency"))
+    if not hit and (not singles or shown):
         return None
     quotes = [quote(f, q, "concurrency"), quote(f, q, "headline_tps")]
     if hit:

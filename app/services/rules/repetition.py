@@ -59,7 +59,16 @@ def repeat_loop(f, q, ctx):
       "tokens; real prompts run slower.")
 def repetitive_prompt(f, q, ctx):
     hit = search(f, ("prompt",), _PROMPT_WORDS) or search(f, ("notes",), _NOTES_PROMPT_WORDS)
-    if not hit:
+    if not hit:  # a prompt inside a published command: -p "Repeat this sentence for 50 times"
+        command = f.get("command")
+        for m in _COMMAND_PROMPT.finditer(command if isinstance(command, str) else ""):
+            inner = _PROMPT_WORDS.search(m.group("p"))
+            if inner:
+                return {"numbers": {"phrase": inner.group(0), "field": "command", "prompt": m.group("p")},
+                        "quotes": [quote(f, q, "command")]}
         return None
     name, m = hit
     return {"numbers": {"phrase": m.group(0), "field": name}, "quotes": [quote(f, q, name, m)]}
+
+
+_COMMAND_PROMPT = re.compile(r"(?:^|\s)(?:-p|--prompt|--prompt-text)[\s=]+(?P<q>[\"'])(?P<p>.+?)(?P=q)")
