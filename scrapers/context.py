@@ -27,6 +27,9 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
                     r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
+_MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
+                        r"((?:[\w.-]+/)?[\w.-]*\d[\w.-]*)")
+_HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _DIGEST_IMAGE = re.compile(r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64}")
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
                     r"[\w.-]+/[\w.-]+:[\w.@:…-]+")   # links, image files, container images name no model
@@ -73,6 +76,9 @@ def facts(text: str, narrow: bool = False) -> tuple:
         if img:
             out.setdefault("engine_image", img)
     plain = _LINKS.sub(" ", text[:_MAX_SCOPE_TEXT])
+    for m in _MODEL_ARG.finditer(text[:_MAX_SCOPE_TEXT]):
+        out.setdefault("model", (m.group(1), m.group(1)))
+        break
     for f, vq in pagefacts.facts("", plain).items():
         if f in WIDE_FIELDS:
             out.setdefault(f, vq)
@@ -153,6 +159,8 @@ class Page:
             out.append(((h.text if h else "") + " . " + body, span, first))
             first = False
         out.append((self.title + " . " + self.intro, self.intro_span, False))
+        if _HF_TITLE.match(self.title.strip()):      # a model card titled with its model id
+            out.append(("MODEL_NAME=" + self.title.strip(), (0, len(self.title) + 2), False))
         if self.image:
             out.append((self.image[0], self.image[1], False))
         return out

@@ -399,7 +399,7 @@ def _caption_before(text: str, at: int, blocks: list[Block], floor: int = 0) -> 
             a = max(a, blk.end)
             break
     seg = text[a:at]
-    cut = max(seg.rstrip().rfind("\n"), seg.rfind(". "), seg.rfind("```"), seg.rfind("|"), seg.rfind(":** "))
+    cut = max(seg.rstrip().rfind("\n\n"), seg.rfind(". "), seg.rfind("```"), seg.rfind("|"), seg.rfind(":** "))
     if cut >= 0:
         seg_a = a + cut + (3 if seg.startswith("```", cut) else 1)
     else:

@@ -298,3 +298,43 @@ def test_clocks_or_power():
     assert_finding(check("clocks_or_power", {"notes": "ran after nvidia-smi -lgc 2400"}), "clocks_or_power")
     assert check("clocks_or_power", {"clocks": "stock"}) is None
     assert check("clocks_or_power", {"notes": "default settings"}) is None
+
+
+# -- ruleset 2026.12.2: rules that read the scope, commands and pins the parsers give ---------------------
+def test_repetitive_prompt_inside_a_published_command():
+    f = dict(CLEAN, prompt=None, command='llama-cli -m m.gguf -p "Repeat this sentence for 50 times" -n 256')
+    hit = fired(f, quotes={"command": f["command"]})
+    assert "repetitive_prompt" in hit and hit["repetitive_prompt"].numbers["field"] == "command"
+    calm = dict(CLEAN, prompt=None, command='llama-cli -m m.gguf -p "Write an essay on Roman roads" -n 256')
+    assert "repetitive_prompt" not in fired(calm)
+
+
+def test_short_shape_reads_tg_with_a_space():
+    assert "short_shape" in fired(dict(CLEAN, gen_tokens=None, test="tg 128"))
+    assert "short_shape" not in fired(dict(CLEAN, gen_tokens=None, test="tg 512"))
+
+
+@pytest.mark.parametrize("where, text", [
+    ("notes", "build: 5142 (80f19b41)"), ("notes", "llama.cpp b7522-849d02110"),
+    ("command", "docker run lmsysorg/sglang@sha256:0123456789abcdef0123 python -m sglang.launch_server"),
+    ("notes", "served with vLLM v0.11.0"),
+])
+def test_unpinned_build_is_satisfied_by_builds_versions_and_digests_in_the_text(where, text):
+    f = dict(CLEAN, engine_commit=None, engine_version=None, **{where: text})
+    assert "unpinned_build" not in fired(f)
+    assert "unpinned_build" in fired(dict(CLEAN, engine_commit=None, engine_version=None, notes="served with vLLM"))
+
+
+def test_aggregate_as_single_stream_reads_scope_and_shown_concurrency():
+    ctx = Context(page_singles=3)
+    agg = dict(CLEAN, concurrency=8, headline_label="output tok/s")
+    assert "aggregate_as_single_stream" in fired(agg, ctx)  # concurrency from elsewhere, beside singles
+    assert "aggregate_as_single_stream" not in fired(dict(agg, scope="aggregate"), ctx)  # says what it is
+    assert "aggregate_as_single_stream" not in fired(agg, ctx, quotes={"concurrency": "C8"})  # shown with it
+    assert "aggregate_as_single_stream" not in fired(dict(agg, scope="per_user"), ctx)  # per user at c8
+    labelled = dict(agg, scope="aggregate", headline_label="single-stream tok/s")
+    assert "aggregate_as_single_stream" in fired(labelled, ctx)  # an aggregate under a per-user label
+
+
+def test_ruleset_version_bumped_for_the_scope_rules():
+    assert RULESET_VERSION == "2026.12.2"

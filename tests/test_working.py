@@ -84,3 +84,15 @@ def test_quotable_never_above_headline_or_any_steady_state(cands, measured, data
         for s in (c.steady_low, c.steady_high):
             if s is not None and s == s and s > 0:
                 assert w.tps <= s
+
+
+def test_prefill_and_e2e_figures_are_never_a_decode_working_number():
+    from app.services.working import Candidate, decide
+
+    pp = Candidate(1, 2500.0, spread=12.0, phase="prefill")
+    w = decide([pp])
+    assert w.tps is None and w.basis == "none" and "prefill" in w.reason
+    e2e = Candidate(2, 900.0, spread=3.0, phase="e2e")
+    assert decide([e2e], entry=e2e).basis == "none"
+    dec = Candidate(3, 80.0, spread=1.0, phase="decode")
+    assert decide([dec]).tps == 80.0

@@ -24,8 +24,31 @@ _METRICS = {"output token throughput (tok/s)": ("decode", False, "output_through
             "input token throughput (tok/s)": ("prefill", False, "input_throughput")}
 
 
+_CMD = re.compile(r"(?:vllm\s+bench\s+serve|benchmark_serving\.py|sglang\.bench_serving)")
+_FLAG = re.compile(r"--(max-concurrency|model)[= ]+[\"']?([^\s\"'\\]+)")
+
+
 def _scope(conc):
+    if conc is None:
+        return None      # unknown: the entry's concurrency (from its context) decides
     return "per_user" if conc == 1 else "aggregate"
+
+
+def _command_before(text: str, at: int) -> dict:
+    """The flags of the nearest ``vllm bench serve`` command before a result block (same page)."""
+    starts = [m.start() for m in _CMD.finditer(text, max(0, at - 20000), at)]
+    if not starts:
+        return {}
+    s = starts[-1]
+    end = text.find("```", s)
+    cmd = text[s:end if 0 <= end < at else min(at, s + 2000)]
+    out = {}
+    for m in _FLAG.finditer(cmd):
+        if m.group(1) == "max-concurrency" and m.group(2).isdigit():
+            out["concurrency"] = int(m.group(2))
+        elif m.group(1) == "model" and not m.group(2).startswith("$"):
+            out["model"] = m.group(2)
+    return out
 
 
 def read_text(blk, text):
@@ -44,6 +67,9 @@ def read_text(blk, text):
         for k in ("maximum request concurrency", "max concurrency", "max_concurrency"):
             if k in lines and lines[k].group("v") not in ("None", "inf"):
                 conc = int(float(lines[k].group("v").replace(",", "")))
+        cmd = _command_before(text, blk.start + a) if conc is None else {}
+        if conc is None and cmd.get("concurrency") is not None:
+            conc = cmd["concurrency"]
         is_sglang = "sglang" in chunk[a:b].lower() or "input token throughput (tok/s)" in lines
         for k, (phase, peak, _key) in _METRICS.items():
             m = lines.get(k)
@@ -53,7 +79,8 @@ def read_text(blk, text):
             s = blk.start + m.start("v")
             d = draft(float(lit.replace(",", "")), lit, (s, s + len(lit)), "sglang bench_serving" if is_sglang else
                       "vllm bench serve", phase=phase, scope=_scope(conc), concurrency=conc,
-                      engine="SGLang" if is_sglang else None, headline_label=m.group("k").strip())
+                      engine="SGLang" if is_sglang else None, headline_label=m.group("k").strip(),
+                      model=cmd.get("model"))
             if peak:
                 d.builder.entry.extra["peak"] = True
             for sk, (f, mul) in _SPEC.items():
