@@ -179,6 +179,14 @@ def finish_drafts(drafts: list[Draft], text: str) -> list[ParsedEntry]:
     return dedupe(out)
 
 
+def _restates(v: float, exact: float) -> bool:
+    """``v`` (from a sentence) restates ``exact``: the same figure, or it rounded/truncated ("219tok/s" for
+    219.95)."""
+    if round(exact, 3) == v:
+        return True
+    return float(v).is_integer() and exact >= 10 and (int(exact) == v or round(exact) == v)
+
+
 def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[ParsedEntry]:
     """A figure stated in a sentence that a table or tool output of the page also gives (or an earlier
     sentence already gave) restates it: its words add detail to that entry, they make no new one."""
@@ -186,7 +194,7 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
     for e in prose:
         f = e.fields
         v = round(float(f["headline_tps"]), 3)
-        same = [k for k in out if round(float(k.fields["headline_tps"]), 3) == v
+        same = [k for k in out if _restates(v, float(k.fields["headline_tps"]))
                 and k.fields.get("phase") == f.get("phase")]
         if not same:
             out.append(e)

@@ -229,3 +229,27 @@ def test_details_stated_once_in_notes_do_not_split_the_ladder_but_batching_does(
     a = entry_keys([{"label": "100 tokens in 1.822 seconds = ~55 tok/s."}])
     b = entry_keys([{"label": "100 tokens in 1.75 seconds = ~57 tok/s."}])
     assert a == b
+
+
+def test_recipes_never_merge_phase_scope_concurrency_test_speculation_or_scenario():
+    from app.services.identity import recipe_id_for, recipe_key
+
+    base = dict(model="GLM-5.2", hardware="RTX PRO 6000", gpu_count=4, engine="vLLM", headline_tps=80.0)
+
+    def rid(**kw):
+        return recipe_id_for(recipe_key(dict(base, **kw)))
+
+    decode = rid(phase="decode", scope="per_user")
+    assert rid(phase="prefill", scope="per_user") != decode
+    assert rid(phase="decode", scope="aggregate") != decode
+    assert rid(phase="decode", scope="per_user", concurrency=8) != decode
+    assert rid(phase="decode", scope="per_user", test="tg128") != rid(phase="decode", scope="per_user", test="pp512")
+    assert rid(phase="decode", scope="per_user", draft_tokens=3, spec_method="MTP") != decode  # speculation on/off
+    assert rid(phase="decode", scope="per_user", label="Estonia suite") != rid(phase="decode", scope="per_user",
+                                                                               label="LAVD suite")
+    assert recipe_id_for(recipe_key(dict(base, phase="decode", _extra={"ngl": 99}))) != \
+        recipe_id_for(recipe_key(dict(base, phase="decode", _extra={"ngl": 40})))
+    # draft width alone still forms the ladder, whatever the rung's label says of it
+    assert rid(draft_tokens=8, label="draft 8") == rid(draft_tokens=64, label="draft 64", headline_tps=1004.9)
+    # rows that state none of the new fields keep the recipe id they had
+    assert recipe_id_for(recipe_key(base)) == recipe_id_for({k: v for k, v in recipe_key(base).items()})
