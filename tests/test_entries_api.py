@@ -118,3 +118,29 @@ def test_recipe_ladder_orders_rungs_and_keeps_repeats(api):
     assert body["key"]["hardware"] == "rtx pro 6000"
     r = client.get("/api/recipes/r-000000000000")
     assert r.status_code == 404 and "r-0123456789ab" in r.json()["error"]
+
+
+def test_entry_provenance_carries_a_selector_that_pins_one_occurrence(client, app, server):
+    """Two rows with the same figure: each entry's selector points at its own row."""
+    from app.services.crawl import crawl
+    from app.services.sources import add_source
+
+    page = ("| model | GPU | tok/s |\n| --- | --- | --- |\n| alpha-7B | RTX 4090 | 88.5 |\n"
+            "| beta-7B | RTX 4090 | 88.5 |\n")
+    url = server.route("/two-rows.md", page, content_type="text/markdown; charset=utf-8")
+    db = app.state.db
+    with db.session() as s:
+        add_source(s, "two-rows", url, "markdown")
+    crawl(db, app.state.settings, ["two-rows"])
+    listed = client.get("/api/entries", params={"source": "two-rows"}).json()
+    items = listed.get("entries") or listed.get("items")
+    got = {}
+    for item in items:
+        one = client.get(f"/api/entries/{item['id']}").json()
+        sel = one["provenance"]["headline_tps"]["selector"]
+        assert sel["exact"] == one["provenance"]["headline_tps"]["quote"] == "88.5"
+        assert page[sel["start"]:sel["end"]] == "88.5"
+        got[one["fields"]["model"]] = sel["start"]
+    assert set(got) == {"alpha-7B", "beta-7B"}
+    assert got["alpha-7B"] != got["beta-7B"]
+    assert page.rfind("alpha-7B", 0, got["alpha-7B"]) > page.rfind("beta-7B", 0, got["alpha-7B"])

@@ -199,6 +199,9 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
         provenance = {k: str(v) for k, v in (pe.quotes or {}).items() if v}
         if pe.context:
             provenance["_context"] = pe.context
+        selectors = getattr(pe, "selectors", None)
+        if selectors:  # W3C TextQuoteSelector + TextPositionSelector per quoted field
+            provenance["_selectors"] = {k: v for k, v in selectors.items() if k in provenance}
         version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
                    "warnings": warnings or None, "parser": parser, "created_at": now}
         known = state.known.get(key)

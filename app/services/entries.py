@@ -116,10 +116,12 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
     out["fields"] = current.fields if current else {}
     out["extra"] = (current.extra if current else None) or {}
     out["warnings"] = (current.warnings if current else None) or []
+    prov = (current.provenance or {}) if current else {}
+    selectors = prov.get("_selectors") or {}
     out["provenance"] = {
-        name: {"value": (current.fields or {}).get(name), "quote": text, "snapshot": cid,
-               "citation": quote_url(settings, cid, text)}
-        for name, text in ((current.provenance or {}) if current else {}).items() if not name.startswith("_")
+        name: {"value": (current.fields or {}).get(name), "quote": text, "selector": selectors.get(name),
+               "snapshot": cid, "citation": quote_url(settings, cid, text)}
+        for name, text in prov.items() if not name.startswith("_")
     }
     out["context"] = ((current.provenance or {}) if current else {}).get("_context")
     out["history"] = [
