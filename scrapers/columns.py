@@ -43,7 +43,7 @@ _RULES: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), f) for p, f in [
     (r"spec\s*accepted\s*tokens|accepted\s*tokens", "accepted_tokens"),
     (r"accept", "acceptance_rate"),
     (r"per[\s-]*position", "per_position_rates"),
-    (r"draft(?:ed)?\s*(?:tokens?|width|len(?:gth)?|size|k)?$|^k$|spec\s*(?:draft\s*)?tokens|num\s*speculative\s*tokens|"
+    (r"draft(?:ed)?\s*(?:tokens?|width|len(?:gth)?|size|k|[\s-]*max)?$|^max[\s-]*draft|^k$|spec\s*(?:draft\s*)?tokens|num\s*speculative\s*tokens|"
      r"speculative\s*tokens|num\s*draft", "draft_tokens"),
     (r"propos|drafter|draft\s*model", "proposer"),
     (r"spec(?:ulative)?(?:\s*(?:method|decoding|mode|type|algo(?:rithm)?))?$|spec\s*method", "spec_method"),

@@ -28,7 +28,7 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
 _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
-                        r"((?:[\w.-]+/)?[\w.-]*\d[\w.-]*)")
+                        r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _DIGEST_IMAGE = re.compile(r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64}")
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
@@ -77,7 +77,10 @@ def facts(text: str, narrow: bool = False) -> tuple:
             out.setdefault("engine_image", img)
     plain = _LINKS.sub(" ", text[:_MAX_SCOPE_TEXT])
     for m in _MODEL_ARG.finditer(text[:_MAX_SCOPE_TEXT]):
-        out.setdefault("model", (m.group(1), m.group(1)))
+        from scrapers.tools.common import model_from_path
+
+        name = model_from_path(m.group(1))
+        out.setdefault("model", (name, name if name in text else m.group(1)))
         break
     for f, vq in pagefacts.facts("", plain).items():
         if f in WIDE_FIELDS:
@@ -110,6 +113,16 @@ class Page:
         for i, b in enumerate(blocks):
             if b.kind == "text":
                 self._section_text.setdefault(b.section_id, []).append((b.start, b.text, b.start, b.end))
+        self._code_models: dict[int, list[tuple[int, str, int, int]]] = {}
+        for b in blocks:
+            if b.kind == "code":
+                m = _MODEL_ARG.search(b.text)
+                if m:
+                    from scrapers.tools.common import model_from_path
+
+                    name = model_from_path(m.group(1))
+                    a = b.start + b.text.find(m.group(0))
+                    self._code_models.setdefault(b.section_id, []).append((b.start, name, a, a + len(m.group(0))))
         self._parents: dict[int, list[int]] = {}
         stack: list[tuple[int, int]] = []
         for i, b in self.headings.items():
@@ -156,6 +169,9 @@ class Page:
             if len(body) > _MAX_SCOPE_TEXT:
                 body = body[:_MAX_SCOPE_TEXT // 2] + " " + body[-_MAX_SCOPE_TEXT // 2:]
             span = (h.start, blk.start) if h else (0, blk.start)
+            cm = [c for c in self._code_models.get(hid, []) if c[0] < blk.start] or self._code_models.get(hid, [])
+            if cm:      # the model a command in this section serves (--model …/X-Q4_K_M.gguf): exact, so first
+                out.append(("MODEL_NAME=" + cm[-1][1], (cm[-1][2], cm[-1][3]), False))
             out.append(((h.text if h else "") + " . " + body, span, first))
             first = False
         out.append((self.title + " . " + self.intro, self.intro_span, False))

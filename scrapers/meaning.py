@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from scrapers.numbers import NUMBER, to_float
 
-TPS_UNIT = re.compile(r"tok(?:en)?s?\s*/\s*s(?:ec)?\b|(?<![\w/])t/s\b|\btps\b|tokens?\s*(?:per|/)\s*s(?:ec(?:ond)?)?\b|"
+TPS_UNIT = re.compile(r"tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?\b|(?<![\w/])t/s\b|\btps\b|tokens?\s*(?:per|/)\s*s(?:ec(?:ond)?)?\b|"
                       r"\btok/sec\b|\btoken/s\b|\btokens/sec\b|\bt/sec\b", re.I)
 THROUGHPUT = re.compile(r"\bthroughput\b|\bspeed\b|\brate\b", re.I)
 NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b|\blatency\b|\bttft\b|\btpot\b|\bitl\b|"

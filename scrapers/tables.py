@@ -30,6 +30,9 @@ _STEADY_ROW = re.compile(r"steady[\s-]*state", re.I)
 
 _LIST = re.compile(r"((?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})(?:\s*/\s*(?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})){1,15})")
 _INT = re.compile(r"^\d{1,5}$")
+_NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gib|ngl|layers|^#|rank|^id$|year|date|"
+                               r"ctx|context|len(?:gth)?|tokens$|^n$|count|score|acc|ppl|perplex|loss|bpw|bits|temp|"
+                               r"top[-_ ]?[pk]|min|p-min|max|ratio|%|watt|power|time|latency|ms$|sec|duration")
 _CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
 _SIZE = re.compile(r"^\d+(?:\.\d+)?\s?[BM]$")
 _TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+per\s+second)\b", re.I)
@@ -176,6 +179,12 @@ def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[i
             if (meaning.is_quantile(hh) or _CNUM.match(hh) or (_INT.match(hh) and first_conc) or find_hardware(hh)
                     or ENGINE_RE.search(hh) or phase_of(hh)):
                 out.append(j)
+            elif (col is None or col.role == "extra" or col.field == "label") and hh and not _NOT_SPEED_HEADER.search(hh):
+                # a workload or variant named in the header ("python", "TS", "swift") under a tok/s caption:
+                # a speed column when its cells are speeds (mostly with decimals, not counts)
+                dec = sum(1 for c in cells if re.fullmatch(r"[_*~]*\d[\d,]*\.\d+[_*]*(?:\s*\(.*\))?", c.value))
+                if dec >= max(1, 0.5 * len([c for c in cells if not c.empty])):
+                    out.append(j)
     return out
 
 
