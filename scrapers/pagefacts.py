@@ -32,7 +32,13 @@ def find_hardware(text: str) -> tuple[int | None, str, str] | None:
     return count, name, m.group(0).strip()
 
 
+_SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
+
+
 def find_model(text: str) -> str | None:
+    sm = _SIZED_MODEL.search(text)      # "the 99M parameter TriLM model" -> "TriLM 99M"
+    if sm:
+        return f"{sm.group(2)} {sm.group(1)}"
     m = _MODEL.search(text)
     if not m:
         return None

@@ -14,6 +14,10 @@ import json
 import re
 
 from scrapers.columns import split_hardware
+from scrapers.pagefacts import find_hardware
+
+_COMPUTE = {"vulkan", "rocm", "cuda", "metal", "sycl", "cpu", "opencl", "hip", "blas", "cann", "musa", "kompute",
+            "rpc", "blas,rpc"}
 from scrapers.meaning import cell_figure
 from scrapers.tools.common import draft, locate, model_from_path, split_quant_tail
 
@@ -159,6 +163,10 @@ def read_table(blk, text):
         for j, h in enumerate(head):
             if j < len(row) and h not in ("model", "test", "t/s") and row[j].value:
                 d.builder.entry.extra[tbl.header[j].value] = row[j].value
+        if "backend" in head and head.index("backend") < len(row):
+            be = row[head.index("backend")].value
+            if be and be.split()[0].lower().strip(",") not in _COMPUTE and (re.search(r"\d", be) or find_hardware(be)):
+                d.builder.put("hardware", be, be)     # a results table that put the machine in "backend"
         d.spans.append((row[0].start, row[-1].end))
         d.local = " ".join(x.value for x in row)
         out.append(d)
