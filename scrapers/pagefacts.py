@@ -32,6 +32,7 @@ def find_hardware(text: str) -> tuple[int | None, str, str] | None:
     return count, name, m.group(0).strip()
 
 
+_FILE_EXT = re.compile(r"(?i)\.(?:py|sh|json|ya?ml|txt|md|cpp|cc|h|cu|toml|log|csv|png|jpg)$|_v\d+\.py")
 _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
 
 
@@ -39,10 +40,12 @@ def find_model(text: str) -> str | None:
     sm = _SIZED_MODEL.search(text)      # "the 99M parameter TriLM model" -> "TriLM 99M"
     if sm:
         return f"{sm.group(2)} {sm.group(1)}"
-    m = _MODEL.search(text)
-    if not m:
-        return None
-    return m.group(1).rstrip(".,;:")
+    for m in _MODEL.finditer(text):
+        name = m.group(1).rstrip(".,;:")
+        if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_") :
+            continue      # a source file or a path ("deepseek_v2.py"), not a model
+        return name
+    return None
 
 
 def facts(title: str, intro: str) -> dict[str, tuple[object, str]]:

@@ -262,7 +262,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                     b.put("concurrency", int(H[j].strip()), H[j].strip())
                 row_text = " ".join(row[k].value for k in range(len(row)) if k not in tps)
                 local = f"{row_text} {H[j]} {cell.value} {group}"
-                ph = phase_of(H[j]) or phase_of(cell.value) or phase_of(row_text) or None
+                ph = (phase_of(H[j]) or phase_of(cell.value) or phase_of(row_text) or phase_of(caption)
+                      or phase_of(heading) or None)
                 if ph:
                     b.put("phase", ph, None)
                 sc = scope_of(H[j]) or scope_of(cell.value)
@@ -323,18 +324,22 @@ def _metric_rows(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> bool:
     first = [r[0].value for r in rows if r]
     label_tps = [x for x in first if (says_tps(x) or re.search(r"\bthroughput\b", x, re.I)) and not meaning.not_tps(x)]
     kv = re.fullmatch(r"(?i)metric|field|key|name|setting|measure|item|stat(?:istic)?|parameter|", H[0].strip() or "") is not None
+    if kv and len(H) == 2 and not head_tps:
+        return True     # a key/value table: only rows whose key or value says tok/s are figures
     if label_tps and (not head_tps or kv):
         return True
     return False
 
 
 def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
+    """Rows that name a metric; their cells (one per configuration column) hold its figures."""
     out: list[Draft] = []
     for row in rows:
         if not row:
             continue
         lab = row[0].value
-        if not (says_tps(lab) or re.search(r"\bthroughput\b", lab, re.I)) or meaning.not_tps(lab):
+        cell_says = any(says_tps(c.value) for c in row[1:])
+        if meaning.not_tps(lab) or not (says_tps(lab) or re.search(r"\bthroughput\b", lab, re.I) or cell_says):
             continue
         labels = _label_list(lab)
         for j in range(1, len(row)):
@@ -355,7 +360,7 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                 put_figure(b, fig, lab)
                 if item:
                     _apply_item_label(b, item)
-                ph = phase_of(lab) or phase_of(head)
+                ph = phase_of(lab) or phase_of(head) or phase_of(cell.value) or phase_of(caption) or phase_of(heading)
                 if ph:
                     b.put("phase", ph, None)
                 sc = scope_of(lab) or scope_of(cell.value)
