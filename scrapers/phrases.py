@@ -65,7 +65,8 @@ _POWER = _c(r"(?:power\s*(?:limit|cap)?\s*(?:of|at|=|:)?\s*|-pl\s*|\bat\s+)?(?P<
 _POWER_STRICT = _c(r"(?:power[\s-]*(?:limit(?:ed)?|cap(?:ped)?)\s*(?:of|at|to|=|:)?\s*|-pl\s*)(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b"
                    r"|(?P<w>\d{2,4}\s?W)\s+power[\s-]*(?:limit|cap)")
 _RUNS = _c(r"\b(?P<v>\d+)\s+(?:runs|repetitions|reps|trials|repeats)\b|\bn\s*=\s*(?P<n>\d+)\b|best\s+of\s+(?P<b>\d+)"
-           r"|(?:-r|--repetitions)\s+(?P<r>\d+)\b")
+           r"|(?:-r|--repetitions)\s+(?P<r>\d+)\b"
+           r"|\b(?P<one>(?:a|one)\s+(?:single\s+)?(?:timed|test|benchmark)\s+(?:request|run)|single\s+(?:timed\s+)?run|ran\s+once)\b")
 _BUILD = _c(r"\bbuild\s*[:=]\s*(?P<c>[0-9a-f]{7,40})\s*\((?P<n>\d+)\)")
 _COMMIT = _c(r"\b(?:commit|sha|rev(?:ision)?|@)\s*[:=]?\s*(?P<c>[0-9a-f]{7,40})\b")
 _IMAGE = _c(r"(?P<i>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:[\w][\w.+-]*(?:@sha256:[0-9a-f]{8,64}…?)?|"
@@ -177,7 +178,8 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
         _put(out, "power", v, v)
     m = _RUNS.search(text)
     if m:
-        _put(out, "n_runs", int(m.group("v") or m.group("n") or m.group("b") or m.group("r")), m.group(0))
+        _put(out, "n_runs", 1 if m.group("one") else int(m.group("v") or m.group("n") or m.group("b") or m.group("r")),
+             m.group(0))
     if "build" in low:
         m = _BUILD.search(text)
         if m:

@@ -195,7 +195,9 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
         f = e.fields
         v = round(float(f["headline_tps"]), 3)
         same = [k for k in out if _restates(v, float(k.fields["headline_tps"]))
-                and k.fields.get("phase") == f.get("phase")]
+                and k.fields.get("phase") == f.get("phase")
+                and all(k.fields.get(x) is None or f.get(x) is None or k.fields.get(x) == f.get(x)
+                        for x in ("scope", "concurrency"))]
         if not same:
             out.append(e)
             continue
@@ -220,12 +222,15 @@ def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) ->
     for e in entries:
         f = e.fields
         key = (round(float(f["headline_tps"]), 3), f.get("phase"), f.get("scope"), f.get("concurrency"),
-               (f.get("model") or "").lower(), f.get("test"), f.get("hardware"))
+               (f.get("model") or "").lower(), f.get("test"))
         prev = None
         for p in keep.get(key, []):
             same_block = origins.get(id(p), -2) == origins.get(id(e), -3)
             if same_block and p.fields.get("label") != f.get("label"):
                 continue
+            h1, h2 = (p.fields.get("hardware") or "").lower(), (f.get("hardware") or "").lower()
+            if h1 and h2 and not (h1.startswith(h2) or h2.startswith(h1)):
+                continue    # "RTX PRO 6000" and "RTX PRO 6000 Blackwell" are one card; H100 and H200 are not
             prev = p
             break
         if prev is not None:

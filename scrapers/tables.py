@@ -266,7 +266,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                       or phase_of(heading) or None)
                 if ph:
                     b.put("phase", ph, None)
-                sc = scope_of(H[j]) or scope_of(cell.value)
+                sc = scope_of(H[j]) or scope_of(cell.value) or scope_of(caption) or scope_of(tbl.title)
                 if sc:
                     b.put("scope", sc, None)
                 if "concurrency" not in b.entry.fields:
@@ -363,7 +363,7 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                 ph = phase_of(lab) or phase_of(head) or phase_of(cell.value) or phase_of(caption) or phase_of(heading)
                 if ph:
                     b.put("phase", ph, None)
-                sc = scope_of(lab) or scope_of(cell.value)
+                sc = scope_of(lab) or scope_of(cell.value) or scope_of(caption) or scope_of(tbl.title)
                 if sc:
                     b.put("scope", sc, None)
                 if meaning.is_peak(lab):

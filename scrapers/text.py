@@ -112,7 +112,7 @@ def parse_text(body: bytes | str, *, is_html: bool, result: ParseResult | None =
                 found = phrases.extract(blocks[bi], strict=True)
                 if "prompt" in found:
                     b.put("prompt", *found["prompt"])
-                for f in ("prompt_tokens", "steady_low", "steady_high"):
+                for f in ("prompt_tokens", "steady_low", "steady_high", "n_runs"):
                     if f in found:
                         b.put(f, *found[f])
         for f, (val, q) in page.items():
