@@ -14,8 +14,17 @@ import json
 from scrapers.fields import ParseResult
 
 
+MAX_CHARS = 4_000_000        # a document is read up to here (its snapshot keeps every byte)
+CLASSIC_MAX_CHARS = 1_000_000
+
+
 def read(text: str, *, kind: str, content_type: str | None, result: ParseResult, raw: bytes | None = None) -> ParseResult:
     from scrapers import pipeline
+
+    if len(text) > MAX_CHARS and kind != "json":
+        result.warnings.append(f"the document has {len(text):,} characters; read the first {MAX_CHARS:,} "
+                               "(the snapshot keeps all of it)")
+        text = text[:MAX_CHARS]
 
     if kind == "json":
         from scrapers import jsondoc
@@ -84,6 +93,8 @@ def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = Fa
     from scrapers.selectors import pin
     from scrapers.text import parse_text
 
+    if len(text) > CLASSIC_MAX_CHARS:
+        return result
     try:
         old = (parse_markdown(text, result=ParseResult(kind=kind)) if kind == "markdown"
                else parse_text(text, is_html=is_html, result=ParseResult(kind=kind)))

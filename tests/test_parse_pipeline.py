@@ -131,7 +131,7 @@ def _timed(body: bytes, kind: str, limit: float):
 
 def test_hundred_thousand_row_table_is_cut_with_a_warning():
     rows = "".join(f"| m{i} | {i % 500 + 1}.5 |\n" for i in range(100_000))
-    r = _timed(("| Model | tok/s |\n| --- | --- |\n" + rows).encode(), "markdown", 60)
+    r = _timed(("| Model | tok/s |\n| --- | --- |\n" + rows).encode(), "markdown", 15)
     assert any("cut at" in w for w in r.warnings) and r.entries
 
 
@@ -145,7 +145,7 @@ def test_ten_thousand_columns():
 
 def test_fifty_megabytes_of_text():
     body = (b"lorem ipsum dolor sit amet 12 34 " * 1_600_000)[:50_000_000]
-    r = _timed(body, "text", 120)
+    r = _timed(body, "text", 20)
     assert not r.entries and r.warnings
 
 
