@@ -15,7 +15,7 @@ from scrapers.fields import ParseResult
 
 
 MAX_CHARS = 4_000_000        # a document is read up to here (its snapshot keeps every byte)
-CLASSIC_MAX_CHARS = 1_000_000
+CLASSIC_MAX_CHARS = 60_000
 
 
 def read(text: str, *, kind: str, content_type: str | None, result: ParseResult, raw: bytes | None = None) -> ParseResult:
