@@ -30,6 +30,8 @@ _MAX_SCOPE_TEXT = 4000
 _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
                         r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
+_SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+)?(?:settings?|setup|environment|"
+                    r"configuration|config|hardware|system|test\s+bed|testbed|specs?)\b")
 _DIGEST_IMAGE = re.compile(r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64}")
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
                     r"[\w.-]+/[\w.-]+:[\w.@:…-]+")   # links, image files, container images name no model
@@ -124,11 +126,14 @@ class Page:
                     a = b.start + b.text.find(m.group(0))
                     self._code_models.setdefault(b.section_id, []).append((b.start, name, a, a + len(m.group(0))))
         self._parents: dict[int, list[int]] = {}
+        self._setup: dict[int, list[int]] = {}      # parent heading -> its "Settings"/"Setup" child headings
         stack: list[tuple[int, int]] = []
         for i, b in self.headings.items():
             while stack and stack[-1][0] >= b.level:
                 stack.pop()
             self._parents[i] = [s[1] for s in reversed(stack)]
+            if stack and _SETUP.match(b.text.strip()):
+                self._setup.setdefault(stack[-1][1], []).append(i)
             stack.append((b.level, i))
 
     def _title_intro(self) -> tuple[str, str, tuple[int, int]]:
@@ -173,6 +178,13 @@ class Page:
             if cm:      # the model a command in this section serves (--model …/X-Q4_K_M.gguf): exact, so first
                 out.append(("MODEL_NAME=" + cm[-1][1], (cm[-1][2], cm[-1][3]), False))
             out.append(((h.text if h else "") + " . " + body, span, first))
+            for sid2 in self._setup.get(hid, []):
+                # a "Settings" / "Setup" / "Environment" section states the setup of its later siblings
+                h2 = self.headings[sid2]
+                if sid2 in chain or h2.start > blk.start:
+                    continue
+                body2 = " ".join(t for (_p, t, _a, _b) in self._section_text.get(sid2, []))[:_MAX_SCOPE_TEXT]
+                out.append((h2.text + " . " + body2, (h2.start, h2.end + len(body2)), False))
             first = False
         out.append((self.title + " . " + self.intro, self.intro_span, False))
         if _HF_TITLE.match(self.title.strip()):      # a model card titled with its model id
