@@ -52,6 +52,7 @@ def facts(text: str, narrow: bool = False) -> tuple:
     for m in _KV.finditer(text[:_MAX_SCOPE_TEXT]):
         f = _KV_FIELDS[m.group(1).lower()]
         v = re.sub(r"<[^>]+>", "", m.group(2)).strip().rstrip(".,;")
+        v = re.sub(r"\s*\((?:[^()\s]+\s+){2,}[^()]*\)\s*$", "", v)   # "X (online quant into int8 ...)" -> "X"
         if not v:
             continue
         if f == "hardware":

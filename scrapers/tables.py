@@ -334,10 +334,14 @@ def _metric_rows(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> bool:
 def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
     """Rows that name a metric; their cells (one per configuration column) hold its figures."""
     out: list[Draft] = []
+    group = ""
     for row in rows:
         if not row:
             continue
         lab = row[0].value
+        if _is_group_row(row, len(H)) and not says_tps(lab):
+            group = lab          # "**6 experts V0.2.1**": the configuration of the metric rows under it
+            continue
         cell_says = any(says_tps(c.value) for c in row[1:])
         if meaning.not_tps(lab) or not (says_tps(lab) or re.search(r"\bthroughput\b", lab, re.I) or cell_says):
             continue
@@ -370,7 +374,9 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                     b.entry.extra["peak"] = True
                 if head and not re.fullmatch(r"(?i)value|result|values?|\s*", head):
                     _header_meaning(b, head, set())
-                    b.put("label", head, head)
+                    b.put("label", f"{group} | {head}" if group else head, None if group else head)
+                elif group:
+                    b.put("label", group, group)
                 out.append(Draft(b, [span, (row[0].start, row[0].end), (cell.start, cell.end)],
-                                 f"{lab} {head} {cell.value}", "table"))
+                                 f"{lab} {head} {cell.value} {group}", "table"))
     return out
