@@ -203,7 +203,7 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
     if cancels(draft.local):
         blocked.update(SPEC_FIELDS)
     for f, v, q in facts(draft.local, True):
-        if f not in blocked and f != "model":
+        if f not in blocked and (f != "model" or draft.source == "prose"):
             b.put(f, v, q)
     scopes = page.scopes(draft.block)
     if outer is not None and outer is not draft.block and outer.caption:

@@ -33,6 +33,8 @@ def find_hardware(text: str) -> tuple[int | None, str, str] | None:
 
 
 _FILE_EXT = re.compile(r"(?i)\.(?:py|sh|json|ya?ml|txt|md|cpp|cc|h|cu|toml|log|csv|png|jpg)$|_v\d+\.py")
+_HEADING_MODEL = re.compile(r"^\s*([A-Z][\w.-]*(?:\s+[\w.-]+){0,3}?\s+\d+(?:\.\d+)?[BM](?:\s+v\d+(?:\.\d+)?)?)\s+"
+                            r"(?:GGUF|GPTQ|AWQ|EXL[23]|MLX|I?Q\d)", re.I)
 _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
 
 
@@ -40,6 +42,9 @@ def find_model(text: str) -> str | None:
     sm = _SIZED_MODEL.search(text)      # "the 99M parameter TriLM model" -> "TriLM 99M"
     if sm:
         return f"{sm.group(2)} {sm.group(1)}"
+    hm = _HEADING_MODEL.match(text)     # "Home 1B V2 GGUF Q4_K_M RPI5": the words before the format
+    if hm:
+        return hm.group(1)
     for m in _MODEL.finditer(text):
         name = m.group(1).rstrip(".,;:")
         if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_") :

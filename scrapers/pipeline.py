@@ -74,6 +74,10 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                 for d in found:
                     d.block = d.block or sub
                 drafts += [(d, blk) for d in found]
+            elif sub.kind == "heading" and says_tps(sub.text):
+                for d in read_prose(text, sub, context_text=sub.text):     # "## Starting Point (25.5 tok/s)"
+                    d.block = sub
+                    drafts.append((d, blk))
             elif sub.kind == "text":
                 found, claimed = tools.read_text(sub, text)
                 for d in found:
