@@ -195,6 +195,7 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
     """A figure stated in a sentence that a table or tool output of the page also gives (or an earlier
     sentence already gave) restates it: its words add detail to that entry, they make no new one."""
     out = list(kept)
+    added: list[ParsedEntry] = []
     for e in prose:
         f = e.fields
         v = round(float(f["headline_tps"]), 3)
@@ -204,6 +205,7 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
                         for x in ("scope", "concurrency"))]
         if not same:
             out.append(e)
+            added.append(e)
             continue
         tgt = same[0]
         for k, val in f.items():
@@ -214,7 +216,12 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
                 tgt.quotes[k] = e.quotes[k]
                 if k in e.selectors:
                     tgt.selectors[k] = e.selectors[k]
-    return out
+    steady = {round(float(x), 3) for k in out for x in (k.fields.get("steady_low"), k.fields.get("steady_high"))
+              if x is not None}
+    # a sentence's or title's "380 t/s" that the page states as a run's steady state is that steady state
+    drop = {id(e) for e in added if round(float(e.fields["headline_tps"]), 3) in steady
+            and e.fields.get("steady_low") is None}
+    return [e for e in out if id(e) not in drop]
 
 
 def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) -> list[ParsedEntry]:

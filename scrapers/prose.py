@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from scrapers import phrases
 from scrapers.blocks import Block
 from scrapers.meaning import concurrency_of, phase_of, scope_of
 from scrapers.numbers import NUMBER, to_float
@@ -32,6 +33,7 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
     out: list[Draft] = []
     a0 = blk.start
     chunk = blk.text
+    steady = phrases.extract(chunk) if "steady" in chunk.lower() else {}
     for m in _TPS.finditer(chunk):
         before = chunk[max(0, m.start() - 80):m.start()]
         after = chunk[m.end():m.end() + 30]
@@ -81,5 +83,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
                     b.put("concurrency", c[0], c[1])
             if m.group("approx") and re.match(r"(?i)up\s+to", m.group("approx")):
                 b.entry.extra["peak"] = True
-            out.append(Draft(b, [(a0 + off, a0 + off + len(lit)), (a0 + sent_a, a0 + sent_b)], sentence, "prose"))
+            for f in ("steady_low", "steady_high"):      # the paragraph's stated steady state is its run's
+                if f in steady:
+                    b.put(f, *steady[f])
+            out.append(Draft(b, [(a0 + off, a0 + off + len(lit)), (a0 + sent_a, a0 + sent_b), (a0, blk.end)],
+                             sentence, "prose"))
     return out
