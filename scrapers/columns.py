@@ -49,7 +49,7 @@ _RULES: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), f) for p, f in [
     (r"spec(?:ulative)?(?:\s*(?:method|decoding|mode|type|algo(?:rithm)?))?$|spec\s*method", "spec_method"),
     (r"^(?:gpus|#\s*gpus?|n\s*gpus?|num\s*gpus?|gpu\s*count|gpu\s*num|count|gpus?\s*#|cards|n\s*cards)$", "gpu_count"),
     (r"vram|memory|^mem$|\bram\b", "_extra"),
-    (r"^(?:model\s*size|size|params|parameters|ngl|n\s*gpu\s*layers|threads|n\s*threads|type\s*k|type\s*v)$", "_extra"),
+    (r"^(?:size|params|parameters|ngl|n\s*gpu\s*layers|threads|n\s*threads|type\s*k|type\s*v)$|^model\s*(?:size|params)", "_extra"),
     (r"\bhf\s*id\b|^model|model$|model\s*(?:name|id)|^llm$|^checkpoint\s*name$|model\s*type", "model"),
     (r"gpu\s*info|gpu|hardware|accelerator|^chip|chip$|device|^card$|^system$|^machine$|^rig$|^platform$", "hardware"),
     (r"image|container|docker", "engine_image"),

@@ -17,7 +17,7 @@ TPS_UNIT = re.compile(r"tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?\b|(?<![\w/])t/s\b|\b
                       r"\btok/sec\b|\btoken/s\b|\btokens/sec\b|\bt/sec\b", re.I)
 THROUGHPUT = re.compile(r"\bthroughput\b|\bspeed\b|\brate\b", re.I)
 NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b|\blatency\b|\bttft\b|\btpot\b|\bitl\b|"
-                     r"\bGB/s\b|\bGiB/s\b|\bMB/s\b|speed[\s-]?up|\bscaling\b|\bratio\b|\bx\s*$|%|\bvs\.?\b|"
+                     r"\bGB/s(?:ec)?\b|\bGiB/s(?:ec)?\b|\bMB/s(?:ec)?\b|\bbandwidth\b|speed[\s-]?up|\bscaling\b|\bratio\b|\bx\s*$|%|\bvs\.?\b|"
                      r"\bpercent|\bimprovement|\bgain\b|\bdelta\b|\bdiff|\baccept|\bwatts?\b|\bjoules?\b|/\s*w\b|"
                      r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b", re.I)
 _PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt\s+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"

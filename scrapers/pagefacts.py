@@ -11,7 +11,7 @@ from scrapers import phrases
 from scrapers.columns import ENGINE_RE, _NUM_WORDS, find_quant, split_engine
 
 _GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO\s*)?\d{4}\w*(?:\s+(?:Ti|Ada|Blackwell|Max-Q|"
-        r"Workstation|Server|Edition))*|[HBA]\d{2,3}\w*(?:\s+(?:SXM\d?|PCIe|NVL|80GB|SXM))*|L40S?|L4|GB\d{3}|"
+        r"Workstation|Server|Edition))*|(?-i:[HBA])\d{2,3}(?:[A-Za-z]\w*)?(?!\d)(?:\s+(?:SXM\d?|PCIe|NVL|80GB|SXM))*|L40S?|L4|GB\d{3}|"
         r"MI\d{3}X?|RX\s*\d{4}\s*\w*|M\d\s+(?:Max|Ultra|Pro)|Blackwell|Hopper)")
 _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(?P<hw>" + _GPU + r")"
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)

@@ -216,10 +216,17 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     group_span = None
     skipped = 0
     steady = None
+    ditto: dict[int, Cell] = {}
     for row in rows:
         if _is_group_row(row, len(H)):
             group, group_span = row[0].value, (row[0].start, row[0].end)
             continue
+        for k in field_cols:      # an empty model/GPU cell under a filled one repeats it (a merged cell)
+            if cols[k].field in ("model", "hardware", "engine") and k < len(row):
+                if row[k].empty and k in ditto:
+                    row = row[:k] + [ditto[k]] + row[k + 1:]
+                elif not row[k].empty:
+                    ditto[k] = row[k]
         if row and _STEADY_ROW.search(row[0].value):
             # "| Entry's stated steady state | 373 to 391 |": the steady state of the table's runs, not a run
             for j in tps:

@@ -338,3 +338,11 @@ def test_aggregate_as_single_stream_reads_scope_and_shown_concurrency():
 
 def test_ruleset_version_bumped_for_the_scope_rules():
     assert RULESET_VERSION == "2026.12.2"
+
+
+def test_short_shape_reads_the_runs_own_context_from_its_prompt():
+    assert "short_shape" in fired(dict(CLEAN, test="pp4096", gen_tokens=None, context_length=None))
+    assert "short_shape" not in fired(dict(CLEAN, test="pp16384", gen_tokens=None, context_length=None))
+    f = dict(CLEAN, test=None, gen_tokens=2048, prompt_tokens=2048, context_length=None)
+    assert "short_shape" in fired(f)  # 2048 + 2048 tokens: a 4k context
+    assert "short_shape" not in fired(dict(f, prompt_tokens=30000))

@@ -122,6 +122,7 @@ def lossy_setting(f, q, ctx):
 
 
 _TG = re.compile(r"\btg\s?(\d+)\b", re.I)
+_PP = re.compile(r"\bpp\s?(\d+)\b", re.I)
 
 
 @rule("short_shape", "low",
@@ -135,6 +136,12 @@ def short_shape(f, q, ctx):
         if m:
             gen, gen_field = float(m.group(1)), "test"
     ctx_len = num(f.get("context_length"))
+    ctx_field = "context_length"
+    if ctx_len is None:  # the run's own context: its prompt (and generation) as stated
+        m = _PP.search(text(f, "test"))
+        prompt = float(m.group(1)) if m else num(f.get("prompt_tokens"))
+        if prompt is not None:
+            ctx_len, ctx_field = prompt + (gen or 0), ("test" if m else "prompt_tokens")
     reasons, numbers, quotes = [], {}, []
     if gen is not None and gen <= 128:
         reasons.append(f"{gen:g} generated tokens")
@@ -143,7 +150,7 @@ def short_shape(f, q, ctx):
     if ctx_len is not None and ctx_len <= 8192:
         reasons.append(f"{ctx_len:g}-token context")
         numbers["context_length"] = int(ctx_len)
-        quotes.append(quote(f, q, "context_length"))
+        quotes.append(quote(f, q, ctx_field))
     if not reasons:
         return None
     return {"numbers": numbers, "explanation": "A short shape: " + " and ".join(reasons) + ", with no longer run.",
