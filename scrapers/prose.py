@@ -69,7 +69,7 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
             b.put("label", sentence[:200], None)
             tail = re.split(r"[.,;:)(]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]
             head = re.split(r"[.,;:)(]|\band\b", chunk[max(sent_a, m.start() - 50):m.start()])[-1]
-            ph = phase_of(tail) or phase_of(head) or phase_of(sentence)
+            ph = phase_of(tail) or phase_of(head) or phase_of(sentence) or phase_of(context_text)
             if ph:
                 b.put("phase", ph, None)
             sc = scope_of(window)
