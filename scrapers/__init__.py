@@ -93,8 +93,13 @@ def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url:
         dec = decode_body(body, content_type)
         result.text, result.encoding = dec.text, dec.encoding
         result.warnings += dec.warnings
-        return read(dec.text, kind=kind, content_type=content_type, result=result,
-                    raw=body if isinstance(body, bytes) else None)
+        read(dec.text, kind=kind, content_type=content_type, result=result,
+             raw=body if isinstance(body, bytes) else None)
+        if url:
+            from scrapers.document import model_from_url
+
+            model_from_url(result, url)
+        return result
     except Exception as exc:  # a parser bug must not abort a crawl; say what happened instead
         result.entries = []
         result.warnings.append(f"the {kind} parser failed on this document ({type(exc).__name__}: {exc}); "

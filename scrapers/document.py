@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 from scrapers.fields import ParseResult
 
@@ -161,3 +162,23 @@ def _is_json_lines(text: str) -> bool:
             except ValueError:
                 return False
     return objs >= 1 and objs >= 0.5 * min(len(lines), 200)
+
+
+_DATA_FILE = re.compile(r"/([^/?#]+)\.(?:jsonl?|csv|tsv|txt|log|ndjson)(?:[?#].*)?$", re.I)
+_STEM_TAIL = re.compile(r"(?i)[_.-](?:online|offline|output|outputs|summary|results?|bench(?:mark)?s?|run\d*|"
+                        r"tp[_-]?\d+|pp[_-]?\d+|c\d+|\d{8,})(?=[_.-]|$).*$")
+_SIZE = re.compile(r"(?i)\d+(?:[._]\d+)?b\b|\d+(?:[._]\d+)?b(?=[_.-])")
+
+
+def model_from_url(result: ParseResult, url: str) -> None:
+    """A raw result file names its model only in its file name (``llama_3_3_70b_online_output.jsonl``):
+    the file name is the page's title, the weakest scope, used only for entries that name no model."""
+    m = _DATA_FILE.search(url or "")
+    if not m:
+        return
+    stem = _STEM_TAIL.sub("", m.group(1))
+    if not _SIZE.search(stem):
+        return
+    for e in result.entries:
+        if e.fields.get("headline_tps") is not None and not e.fields.get("model"):
+            e.fields["model"] = stem

@@ -71,7 +71,8 @@ def page_kind(page: Path, content_type: str | None) -> str:
 def parse_page(label: dict):
     page = REAL / "pages" / label["page"]
     ct = label.get("content_type")
-    return scrapers.parse(page.read_bytes(), kind=page_kind(page, ct), content_type=ct, url=None)
+    url = (label.get("origin") or {}).get("url")      # the crawl passes the snapshot's URL too
+    return scrapers.parse(page.read_bytes(), kind=page_kind(page, ct), content_type=ct, url=url)
 
 
 def _agrees(lab: dict, got: dict) -> bool:
