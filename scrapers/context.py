@@ -32,11 +32,16 @@ _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+)?(?:settings?|setup|environment|"
                     r"configuration|config|hardware|system|test\s+bed|testbed|specs?)\b")
+def _bare(title: str) -> str:
+    """A heading without its emoji and markers: "🎯 Test Configuration" -> "Test Configuration"."""
+    return re.sub(r"^[^\w]+", "", title.strip())
+
+
 _DIGEST_IMAGE = re.compile(r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64}")
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+|\S+\.(?:png|jpe?g|gif|svg|webp)\b|"
                     r"[\w.-]+/[\w.-]+:[\w.@:…-]+")   # links, image files, container images name no model
 # "**Model:** Qwen/Qwen3-0.6B", "Hardware: NVIDIA A100", "GPU: 2x H100": key-value facts of an intro
-_KV = re.compile(r"(?:^|\n|\s-\s|\|)\s*\**\s*(Model|Hardware|GPU|GPUs|Accelerator|Engine|Backend|Framework|Quantization|"
+_KV = re.compile(r"(?:^|\n|\s-\s|\|)\s*\**\s*(?:Target\s+|Base\s+|Main\s+)?(Model|Hardware|GPU|GPUs|Accelerator|Engine|Backend|Framework|Quantization|"
                  r"Quant)\s*\**\s*:\s*\**\s*([^\n|*]{2,80})", re.I)
 _KV_FIELDS = {"model": "model", "hardware": "hardware", "gpu": "hardware", "gpus": "hardware",
               "accelerator": "hardware", "engine": "engine", "backend": "engine", "framework": "engine",
@@ -52,7 +57,7 @@ def facts(text: str, narrow: bool = False) -> tuple:
     for m in _KV.finditer(text[:_MAX_SCOPE_TEXT]):
         f = _KV_FIELDS[m.group(1).lower()]
         v = re.sub(r"<[^>]+>", "", m.group(2)).strip().rstrip(".,;")
-        v = re.sub(r"\s*\((?:[^()\s]+\s+){2,}[^()]*\)\s*$", "", v)   # "X (online quant into int8 ...)" -> "X"
+        v = re.sub(r"\s*\([^()]*\s[^()]*\)\s*$", "", v)   # "X (28 layers)" -> "X"; "X (int4)" stays
         if not v:
             continue
         if f == "hardware":
@@ -113,9 +118,14 @@ class Page:
         m = _DIGEST_IMAGE.search(text)       # a digest-pinned image anywhere on the page pins its runs
         self.image = (m.group(0), (m.start(), m.end())) if m else None
         self._section_text: dict[int, list[tuple[int, str, int, int]]] = {}
+        setup_ids = {i for i, b in self.headings.items() if _SETUP.match(_bare(b.text))}
         for i, b in enumerate(blocks):
             if b.kind == "text":
                 self._section_text.setdefault(b.section_id, []).append((b.start, b.text, b.start, b.end))
+            elif b.kind == "table" and b.section_id in setup_ids and b.table is not None:
+                # a setup section's table ("| Target Model | meta-llama/Llama-3.2-3B |") reads as "key: value" lines
+                lines = [f"{r[0].value}: {r[1].value}" for r in b.table.rows if len(r) >= 2 and r[0].value]
+                self._section_text.setdefault(b.section_id, []).append((b.start, "\n".join(lines), b.start, b.end))
         self._code_models: dict[int, list[tuple[int, str, int, int]]] = {}
         for b in blocks:
             if b.kind == "code":
@@ -133,7 +143,7 @@ class Page:
             while stack and stack[-1][0] >= b.level:
                 stack.pop()
             self._parents[i] = [s[1] for s in reversed(stack)]
-            if stack and _SETUP.match(b.text.strip()):
+            if stack and _SETUP.match(_bare(b.text)):
                 self._setup.setdefault(stack[-1][1], []).append(i)
             stack.append((b.level, i))
 

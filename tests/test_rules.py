@@ -288,7 +288,9 @@ def test_short_shape():
     assert check("short_shape", {"test": "tg128"}).numbers == {"gen_tokens": 128}
     assert check("short_shape", {"context_length": 8192}).numbers == {"context_length": 8192}
     assert check("short_shape", {"test": "tg512", "context_length": 32768}) is None
-    assert check("short_shape", {"test": "pp512"}) is None
+    # ruleset 2026.12.2: a run's own prompt states its context; pp512 is a 512-token context
+    assert check("short_shape", {"test": "pp512"}).numbers == {"context_length": 512}
+    assert check("short_shape", {"test": "pp16384"}) is None
 
 
 # -- clocks_or_power -------------------------------------------------------------------------------

@@ -20,6 +20,7 @@ _SPEC = {"acceptance rate (%)": ("acceptance_rate", 0.01), "acceptance length": 
          "draft tokens": ("drafted_tokens", 1), "accepted tokens": ("accepted_tokens", 1)}
 _METRICS = {"output token throughput (tok/s)": ("decode", False, "output_throughput"),
             "total token throughput (tok/s)": ("e2e", False, "total_token_throughput"),
+            "total throughput (tok/s)": ("e2e", False, "total_throughput"),
             "peak output token throughput (tok/s)": ("decode", True, "max_output_tokens_per_s"),
             "input token throughput (tok/s)": ("prefill", False, "input_throughput")}
 
