@@ -63,3 +63,47 @@ def test_a_crawl_of_another_machine_ends_only_when_its_lease_expires(db):
         assert s.get(Crawl, live.id).status == "running"
         row = s.get(Crawl, stale.id)
         assert row.status == "failed" and "lease expired" in row.error
+
+
+def test_a_long_page_commits_in_batches_with_the_same_outcome(tmp_path, sqlite_template, server, monkeypatch):
+    """Batched commits (small batches here) store and audit exactly what one transaction does."""
+    import shutil
+
+    from sqlalchemy import event
+
+    import app.services.claims as claims
+    import app.services.crawl as crawl_service
+    from app.models import Entry, Recipe
+    from tests.conftest import make_settings
+
+    rows = "".join(f"<tr><td>model-{i % 4}-7B</td><td>RTX {4080 + i % 3}</td><td>{50 + i}.5</td>"
+                   f"<td>{'best of 3' if i % 5 == 0 else ''}</td></tr>" for i in range(23))
+    page = f"<table><tr><th>Model</th><th>GPU</th><th>tok/s</th><th>Notes</th></tr>{rows}</table>"
+    url = server.route("/long", page)
+
+    def run(batch: int):
+        d = tmp_path / f"b{batch}"
+        d.mkdir()
+        shutil.copy(sqlite_template, d / "caveat.db")
+        settings = make_settings(d, f"sqlite:///{d / 'caveat.db'}")
+        db = Database(settings)
+        commits = []
+        event.listen(db.engine, "commit", lambda conn: commits.append(1))
+        monkeypatch.setattr(claims, "BATCH_ROWS", batch)
+        monkeypatch.setattr(crawl_service, "AUDIT_BATCH", batch)
+        with db.session() as s:
+            add_source(s, "long", url, "html")
+        commits.clear()
+        report = crawl(db, settings)[0]
+        with db.Session() as s:
+            entries = sorted((e.entry_key, e.headline_tps, e.working_tps, e.basis, e.flag_count)
+                             for e in s.scalars(select(Entry)))
+            answers = sorted((r.recipe_id, r.quotable_tps, r.basis) for r in s.scalars(select(Recipe)))
+        db.dispose()
+        return report, entries, answers, len(commits)
+
+    one = run(100_000)
+    batched = run(4)
+    assert one[0].status == batched[0].status and one[0].summary.new == batched[0].summary.new == 23
+    assert batched[1] == one[1] and batched[2] == one[2]
+    assert batched[3] >= one[3] + 5  # 23 rows in batches of 4: at least five more commits

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.orm import Session
@@ -168,9 +168,18 @@ def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> 
         session.execute(insert(Recipe), rows)
 
 
+BATCH_ROWS = 5000  # rows stored between two checkpoints (commits) of a long page
+
+
 def store_parse(session: Session, source: Source | None, snapshot: Snapshot, result, *,
-                parser: str | None = None, state: SourceState | None = None) -> StoreSummary:
-    """Store ``result`` (a ``scrapers.fields.ParseResult``) as read from ``snapshot``."""
+                parser: str | None = None, state: SourceState | None = None,
+                checkpoint: Callable[[], None] | None = None) -> StoreSummary:
+    """Store ``result`` (a ``scrapers.fields.ParseResult``) as read from ``snapshot``.
+
+    ``checkpoint`` (the caller's commit) runs after each batch of ``BATCH_ROWS`` rows, so a long page
+    never holds the database's write lock for long. Entries are only marked ``gone`` after the last
+    batch, so a crawl cut short between two checkpoints leaves each entry either at its earlier version
+    or at this snapshot's, never missing."""
     source_id = source.id if source is not None else None
     state = state or SourceState.load(session, source_id)
     summary = StoreSummary(parsed=len(result.entries))
@@ -183,86 +192,96 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     now = utcnow()
     cleaned = [_clean(pe.fields) for pe in result.entries]
     keys = entry_keys(cleaned)
-    recipes: dict[str, dict] = {}
+    seen_ids: list[int] = []
 
-    new_entries, new_versions, changed_updates, touched_known = [], [], [], []
-    for i, (key, pe, flds) in enumerate(zip(keys, result.entries, cleaned)):
-        warnings = list(pe.warnings)
-        cols = denormalised(flds, warnings)
-        rkey = recipe_key({**flds, "_extra": pe.extra or {}})
-        rid = recipe_id_for(rkey) if rkey else None
-        if rid and rid not in recipes:
-            recipes[rid] = (rkey, cols)
-        label = flds.get("model") or flds.get("label") or f"row {i + 1}"
-        summary.warnings += [f"entry {i + 1} ({label}): {w}" for w in warnings]
-        extra = _clean(pe.extra or {})
-        provenance = {k: str(v) for k, v in (pe.quotes or {}).items() if v}
-        if pe.context:
-            provenance["_context"] = pe.context
-        selectors = getattr(pe, "selectors", None)
-        if selectors:  # W3C TextQuoteSelector + TextPositionSelector per quoted field
-            provenance["_selectors"] = {k: v for k, v in selectors.items() if k in provenance}
-        version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
-                   "warnings": warnings or None, "parser": parser, "created_at": now}
-        known = state.known.get(key)
-        if known is None:
-            new_entries.append(({"source_id": source_id, "entry_key": key, "recipe_id": rid,
-                                 "first_snapshot_id": snapshot.id, "last_snapshot_id": snapshot.id,
-                                 "gone": False, "created_at": now, "updated_at": now, **cols},
-                                version, key, flds, extra))
-            continue
-        touched_known.append(known)
-        base = known.as_of(order)
-        if base is not None and base.fields == flds and base.extra == extra:
-            summary.unchanged += 1
-            continue
-        current = known.current()
-        prev = base or current  # what this snapshot's reading replaces
-        version.update(entry_id=known.entry_id, version_no=(current.version_no + 1) if current else 1,
-                       changed_fields=diff_fields(prev.fields if prev else {}, flds) or None)
-        if prev is not None and prev.extra != extra:
-            version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [prev.extra, extra]}
-        new_versions.append((version, known, flds, extra))
-        changed_updates.append({"id": known.entry_id, "recipe_id": rid, "updated_at": now, **cols})
-        summary.changed += 1
+    def store_rows(lo: int, hi: int) -> None:
+        recipes: dict[str, dict] = {}
 
-    _ensure_recipes(session, recipes)
-
-    # New entries, then their first versions.
-    if new_entries:
-        ids: dict[str, int] = {}
-        for part in chunked(new_entries, CHUNK):
-            rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
-                                   [row for row, *_ in part])
-            ids.update(rows.all())
-        for _row, version, key, flds, extra in new_entries:
-            version.update(entry_id=ids[key], version_no=1, changed_fields=None)
-            known = _Known(ids[key], False, [])
-            state.known[key] = known
+        new_entries, new_versions, changed_updates, touched_known = [], [], [], []
+        for i in range(lo, hi):
+            key, pe, flds = keys[i], result.entries[i], cleaned[i]
+            warnings = list(pe.warnings)
+            cols = denormalised(flds, warnings)
+            rkey = recipe_key({**flds, "_extra": pe.extra or {}})
+            rid = recipe_id_for(rkey) if rkey else None
+            if rid and rid not in recipes:
+                recipes[rid] = (rkey, cols)
+            label = flds.get("model") or flds.get("label") or f"row {i + 1}"
+            summary.warnings += [f"entry {i + 1} ({label}): {w}" for w in warnings]
+            extra = _clean(pe.extra or {})
+            provenance = {k: str(v) for k, v in (pe.quotes or {}).items() if v}
+            if pe.context:
+                provenance["_context"] = pe.context
+            selectors = getattr(pe, "selectors", None)
+            if selectors:  # W3C TextQuoteSelector + TextPositionSelector per quoted field
+                provenance["_selectors"] = {k: v for k, v in selectors.items() if k in provenance}
+            version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
+                       "warnings": warnings or None, "parser": parser, "created_at": now}
+            known = state.known.get(key)
+            if known is None:
+                new_entries.append(({"source_id": source_id, "entry_key": key, "recipe_id": rid,
+                                     "first_snapshot_id": snapshot.id, "last_snapshot_id": snapshot.id,
+                                     "gone": False, "created_at": now, "updated_at": now, **cols},
+                                    version, key, flds, extra))
+                continue
+            touched_known.append(known)
+            base = known.as_of(order)
+            if base is not None and base.fields == flds and base.extra == extra:
+                summary.unchanged += 1
+                continue
+            current = known.current()
+            prev = base or current  # what this snapshot's reading replaces
+            version.update(entry_id=known.entry_id, version_no=(current.version_no + 1) if current else 1,
+                           changed_fields=diff_fields(prev.fields if prev else {}, flds) or None)
+            if prev is not None and prev.extra != extra:
+                version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [prev.extra, extra]}
             new_versions.append((version, known, flds, extra))
-        summary.new = len(new_entries)
+            changed_updates.append({"id": known.entry_id, "recipe_id": rid, "updated_at": now, **cols})
+            summary.changed += 1
 
-    # One version per entry per snapshot, so entry_id maps each returned id to its version.
-    current_updates = []
-    for part in chunked(new_versions, CHUNK):
-        vids = dict(session.execute(insert(_VERSIONS).returning(_VERSIONS.c.entry_id, _VERSIONS.c.id),
-                                    [v for v, *_ in part]).all())
-        for version, known, flds, extra in part:
-            known.versions.append(_Version(order, version["version_no"], flds, extra))
-            current_updates.append({"id": known.entry_id, "current_version_id": vids[known.entry_id]})
+        _ensure_recipes(session, recipes)
 
-    by_id = {u["id"]: u for u in changed_updates}
-    for u in current_updates:
-        by_id.setdefault(u["id"], {"id": u["id"]})["current_version_id"] = u["current_version_id"]
-    if by_id:
-        for part in chunked(list(by_id.values()), CHUNK):
-            _bulk_update(session, part)
+        # New entries, then their first versions.
+        if new_entries:
+            ids: dict[str, int] = {}
+            for part in chunked(new_entries, CHUNK):
+                rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
+                                       [row for row, *_ in part])
+                ids.update(rows.all())
+            for _row, version, key, flds, extra in new_entries:
+                version.update(entry_id=ids[key], version_no=1, changed_fields=None)
+                known = _Known(ids[key], False, [])
+                state.known[key] = known
+                new_versions.append((version, known, flds, extra))
+            summary.new += len(new_entries)
 
-    seen_ids = [k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries]
-    for part in chunked([k.entry_id for k in touched_known], CHUNK):
-        session.execute(update(Entry).where(Entry.id.in_(part)).values(last_snapshot_id=snapshot.id, gone=False))
-    for k in touched_known:
-        k.gone = False
+        # One version per entry per snapshot, so entry_id maps each returned id to its version.
+        current_updates = []
+        for part in chunked(new_versions, CHUNK):
+            vids = dict(session.execute(insert(_VERSIONS).returning(_VERSIONS.c.entry_id, _VERSIONS.c.id),
+                                        [v for v, *_ in part]).all())
+            for version, known, flds, extra in part:
+                known.versions.append(_Version(order, version["version_no"], flds, extra))
+                current_updates.append({"id": known.entry_id, "current_version_id": vids[known.entry_id]})
+
+        by_id = {u["id"]: u for u in changed_updates}
+        for u in current_updates:
+            by_id.setdefault(u["id"], {"id": u["id"]})["current_version_id"] = u["current_version_id"]
+        if by_id:
+            for part in chunked(list(by_id.values()), CHUNK):
+                _bulk_update(session, part)
+
+        seen_ids.extend([k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries])
+        for part in chunked([k.entry_id for k in touched_known], CHUNK):
+            session.execute(update(Entry).where(Entry.id.in_(part)).values(last_snapshot_id=snapshot.id, gone=False))
+        for k in touched_known:
+            k.gone = False
+
+    for lo in range(0, len(cleaned), BATCH_ROWS):
+        store_rows(lo, min(len(cleaned), lo + BATCH_ROWS))
+        session.flush()
+        if checkpoint is not None and lo + BATCH_ROWS < len(cleaned):
+            checkpoint()
 
     seen = set(seen_ids)
     gone = [k for k in state.known.values() if k.entry_id not in seen and not k.gone]

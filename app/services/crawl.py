@@ -27,7 +27,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db import Database
 from app.errors import NotFound
-from app.models import Crawl, Snapshot, Source, utcnow
+from app.db import chunked
+from app.models import Crawl, Entry, Snapshot, Source, utcnow
 from app.services.audit import audit_entries
 from app.services.capture import capture_urls
 from app.services.claims import SourceState, StoreSummary, store_parse
@@ -91,12 +92,37 @@ def _archive_warnings(stored) -> list[str]:
     return out
 
 
-def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport) -> None:
+AUDIT_BATCH = 5000  # entries audited between two checkpoints (whole recipes per batch)
+
+
+def _audit_batches(session: Session, entry_ids: list[int]) -> list[list[int]]:
+    """The entries in batches of about AUDIT_BATCH that never split a recipe (a recipe is audited whole)."""
+    by_recipe: dict[object, list[int]] = {}
+    for part in chunked(sorted(set(entry_ids)), 500):
+        for eid, rid in session.execute(select(Entry.id, Entry.recipe_id).where(Entry.id.in_(part))):
+            by_recipe.setdefault(rid or ("entry", eid), []).append(eid)
+    batches, current = [], []
+    for ids in by_recipe.values():
+        if current and len(current) + len(ids) > AUDIT_BATCH:
+            batches.append(current)
+            current = []
+        current += ids
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport,
+           checkpoint=None) -> None:
     if not entry_ids:
         return
     try:
-        with session.begin_nested():
-            audit_entries(session, settings, entry_ids)
+        batches = _audit_batches(session, entry_ids) if len(entry_ids) > AUDIT_BATCH else [entry_ids]
+        for n, batch in enumerate(batches):
+            with session.begin_nested():
+                audit_entries(session, settings, batch)
+            if checkpoint is not None and n + 1 < len(batches):
+                checkpoint()
     except Exception as exc:  # an audit bug must not lose the parsed claims, but the run is not a success
         report.summary.warnings.append(f"audit: {type(exc).__name__}: {exc}; run `caveat reparse` after fixing")
         report.status = "failed"
@@ -199,7 +225,15 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
         report.snapshots = 1
         _renew(db, crawl_id)
         progress("parse", report)
-        with db.session() as session:
+        # Long pages commit in batches (store_parse and the audit call ``checkpoint``), so one page never
+        # holds the database's write lock for long; the lease is renewed at each checkpoint.
+        session = db.Session()
+
+        def checkpoint() -> None:
+            session.commit()
+            _renew(db, crawl_id)
+
+        try:
             src = session.get(Source, source.id)
             snapshot = session.get(Snapshot, snap.id)
             stored = load_record(settings, snapshot, session=session)
@@ -209,9 +243,15 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
                                 f"parsed: {'; '.join(stored.warnings)}")
                 return report
             parsed = parse_snapshot(session, src, snapshot, stored, report)
-            report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind)
+            report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind, checkpoint=checkpoint)
             report.summary.warnings[:0] = _archive_warnings(stored)
-            _audit(session, settings, report.summary.entry_ids, report)
+            _audit(session, settings, report.summary.entry_ids, report, checkpoint)
+            session.commit()
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
         if report.summary.parsed == 0:
             report.status = "empty"
             report.error = (f"nothing parsed as {report.kind} from snapshot {report.snapshot}; it is kept. "
