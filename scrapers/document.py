@@ -35,12 +35,12 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
         from scrapers.html import parse_html
 
         from scrapers.pipeline import classify_entry
-        from scrapers.selectors import pin
+        from scrapers.selectors import pin_in_order
 
         parse_html(text, result=result)
         for e in result.entries:
             classify_entry(e)
-            pin(e, text, [])
+        pin_in_order(result.entries, text)
         if not result.entries:
             from scrapers.htmltext import read_html_text
 

@@ -12,7 +12,7 @@ import re
 
 from scrapers import tools
 from scrapers.fields import ParseResult
-from scrapers.selectors import pin
+from scrapers.selectors import pin, pin_in_order
 
 MAX_DEPTH = 200
 _OPEN = re.compile(r"[\[{]")
@@ -45,12 +45,12 @@ def _depth(text: str) -> int:
 
 
 def _docs(text: str, result: ParseResult) -> list[tuple[object, int, int]] | None:
-    if _depth(text) > MAX_DEPTH:
-        result.warnings.append(f"the JSON nests deeper than {MAX_DEPTH} levels; not read (nothing parsed)")
-        return []
     try:
         return [(json.loads(text), 0, len(text))]
-    except (ValueError, RecursionError):
+    except RecursionError:
+        result.warnings.append("the JSON nests deeper than the reader allows; not read (nothing parsed)")
+        return []
+    except ValueError:
         pass
     out, pos, bad = [], 0, 0
     for line in text.splitlines(keepends=True):
@@ -101,7 +101,7 @@ def read_json_text(text: str, result: ParseResult) -> ParseResult:
 
         for e in sub.entries:
             classify_entry(e)
-            pin(e, text, [])
+        pin_in_order([e for e in sub.entries if not e.selectors], text)
         result.entries += sub.entries
         if not result.entries:
             result.warnings += sub.warnings
