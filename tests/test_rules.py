@@ -348,3 +348,24 @@ def test_short_shape_reads_the_runs_own_context_from_its_prompt():
     f = dict(CLEAN, test=None, gen_tokens=2048, prompt_tokens=2048, context_length=None)
     assert "short_shape" in fired(f)  # 2048 + 2048 tokens: a 4k context
     assert "short_shape" not in fired(dict(f, prompt_tokens=30000))
+
+
+def test_best_of_reads_snake_case_max_fields_and_up_to_sentences():
+    assert "best_of" in fired(dict(CLEAN, headline_label="max_output_tokens_per_s", headline_tps=1136.0))
+    assert "best_of" not in fired(dict(CLEAN, headline_label="output_throughput", headline_tps=900.0))
+    up = dict(CLEAN, headline_label=None, label="H200 provides up to **800**\ntok/s with INT4 AWQ", headline_tps=800)
+    assert "best_of" in fired(up)
+    assert "best_of" not in fired(dict(up, label="runs up to 8k context at 800 tok/s"))  # the 8k is not the figure
+
+
+def test_lossy_setting_reads_a_kv_cache_type_column():
+    assert "lossy_setting" in fired(dict(CLEAN, _extra={"type_k": "q4_0", "type_v": "q4_0"}))
+    assert "lossy_setting" not in fired(dict(CLEAN, _extra={"type_k": "f16", "type_v": "q8_0"}))
+    assert "lossy_setting" not in fired(dict(CLEAN, _extra={"model_type": "q4_0"}))  # weights, not the KV cache
+
+
+def test_aggregate_under_a_compound_header_naming_several_levels_is_not_mislabelled():
+    f = dict(CLEAN, concurrency=4, scope="aggregate", headline_label="Decode C1 / C4 / C8 (tok/s)", headline_tps=225.3)
+    assert "aggregate_as_single_stream" not in fired(f, Context(page_singles=2))
+    assert "aggregate_as_single_stream" in fired(dict(f, headline_label="Decode, single stream (tok/s)"),
+                                                  Context(page_singles=2))

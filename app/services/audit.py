@@ -56,10 +56,14 @@ def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
     version_ids = [e.current_version_id for e in entries if e.current_version_id]
     versions: dict[int, tuple[dict, dict, str | None]] = {}
     for part in chunked(version_ids, CHUNK):
-        q = (select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance, Snapshot.citation_id)
+        q = (select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance, EntryVersion.extra,
+                    Snapshot.citation_id)
              .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id).where(EntryVersion.id.in_(part)))
-        for vid, fields, prov, cid in session.execute(q):
-            versions[vid] = (fields or {}, prov or {}, cid)
+        for vid, fields, prov, extra, cid in session.execute(q):
+            fields = fields or {}
+            if extra:  # source columns no parser field names (llama-bench's type_k, say): rules may read them
+                fields = {**fields, "_extra": extra}
+            versions[vid] = (fields, prov or {}, cid)
     out = []
     for e in entries:
         if e.current_version_id in versions:

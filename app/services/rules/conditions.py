@@ -105,6 +105,8 @@ _LOSSY = re.compile(
     r"(?:kv[-_ ]?cache[-_ ]?dtype|cache[-_]type[-_][kv]|-ct[kv])[\s=:]+\"?(?:q[2-6]_\w+|fp4\w*|nvfp4\w*|int4|"
     r"int[2-6]|iq\w+|4[- ]?bit)\b|\bkv\s*(?:cache)?\s*(?:in|at|quanti[sz]ed\s+to)?\s*(?:fp4|nvfp4|int4|q4|4[- ]?bit)\b",
     re.I)
+_KV_COLUMN = re.compile(r"^(?:type[_-]?[kv]|cache[_-]?type[_-]?[kv]|kv[_-]?cache[_-]?dtype|ct[kv]|kv[_-]?cache)$", re.I)
+_LOW_BIT = re.compile(r"^(?:q[2-6](?:_[01k]\w*)?|iq\w+|fp4\w*|nvfp4\w*|int[2-6]|[2-6][- ]?bit)$", re.I)
 _NEGATED = re.compile(r"\b(?:disabled|turned off|not used|not enabled|without|off\b|never)", re.I)
 
 
@@ -114,6 +116,12 @@ _NEGATED = re.compile(r"\b(?:disabled|turned off|not used|not enabled|without|of
 def lossy_setting(f, q, ctx):
     hit = search(f, ("command", "notes", "quantization", "label"), _LOSSY, negation=_NEGATED)
     if not hit:
+        extra = f.get("_extra") if isinstance(f.get("_extra"), dict) else {}
+        for key, value in extra.items():  # a KV cache type column: llama-bench's type_k / type_v, ...
+            if _KV_COLUMN.search(str(key)) and _LOW_BIT.match(str(value).strip()):
+                return {"numbers": {"column": key, "value": value},
+                        "explanation": f"The KV cache is stored below 8 bit: {key} is {value}.",
+                        "quotes": []}
         return None
     name, m = hit
     return {"numbers": {"phrase": m.group(0), "field": name},

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from app.services.rules.base import num, quote, r2, rule, search
+from app.services.rules.base import num, quote, r2, rule, search, text
 
 
 def recipe_steady(f, ctx) -> tuple[float, float, str | None] | None:
@@ -104,7 +104,24 @@ def ladder_top_rung(f, q, ctx):
     }
 
 
-_BEST = re.compile(r"\b(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)\b", re.I)
+_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))", re.I)
+_UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|reach(?:es|ed)?|hits?)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
+
+
+def _up_to_figure(f):
+    """"up to 800 tok/s" in the sentence the figure came from: a maximum, not a typical speed."""
+    tps = num(f.get("headline_tps"))
+    if tps is None:
+        return None
+    for name in ("label", "headline_label"):
+        for m in _UP_TO.finditer(text(f, name)):
+            try:
+                value = float(m.group(1).replace(",", "").rstrip("."))
+            except ValueError:
+                continue
+            if abs(value - tps) <= 0.005 * tps:
+                return name, m
+    return None
 _BEST_FIELDS = ("headline_label", "label", "test")
 _BEST_NOTES = re.compile(
     r"\b(?:peak|max(?:imum)?|best|fastest|highest)\s+(?:of\s+\d+\s+)?(?:runs?|tok/?s|t/s|throughput|speed|"
@@ -114,7 +131,7 @@ _BEST_NOTES = re.compile(
 @rule("best_of", "high",
       "The figure is a peak, maximum or best run, not a typical one: a reader quoting it quotes the lucky run.")
 def best_of(f, q, ctx):
-    hit = search(f, _BEST_FIELDS, _BEST) or search(f, ("notes",), _BEST_NOTES)
+    hit = search(f, _BEST_FIELDS, _BEST) or search(f, ("notes",), _BEST_NOTES) or _up_to_figure(f)
     if hit:
         name, m = hit
         return {"numbers": {"phrase": m.group(0), "field": name}, "quotes": [quote(f, q, name, m)]}
@@ -134,6 +151,9 @@ _SINGLE_WORDS = re.compile(r"\bsingle[- ]stream\b|\bsingle[- ]user\b|\bper[- ]us
                            r"\bbs\s*=?\s*1\b|\bc1\b", re.I)
 
 
+_MANY_LEVELS = re.compile(r"\bc(?:[2-9]|\d\d+)\b|\bbatch(?: size)?\s*(?:=|:)?\s*(?:[2-9]|\d\d+)\b", re.I)
+
+
 @rule("aggregate_as_single_stream", "high",
       "The figure adds up many concurrent streams but sits beside single-stream figures, so it reads as one "
       "user's speed.")
@@ -142,6 +162,8 @@ def aggregate_as_single_stream(f, q, ctx):
     if conc is None or conc <= 1 or f.get("scope") == "per_user":
         return None  # one stream, or a per-user figure read at that concurrency
     hit = search(f, ("headline_label", "label", "notes"), _SINGLE_WORDS)
+    if hit and _MANY_LEVELS.search(text(f, hit[0])) and not re.search(r"single|per[- ]user", hit[1].group(0), re.I):
+        hit = None  # "C1 / C4 / C8": a compound header that names this figure's level too, not a per-user label
     singles = ctx.page_singles if ctx.page_singles is not None else \
         sum(1 for c in ctx.page_concurrency if c is None or c <= 1)
     # Beside single-stream figures, an aggregate reads as one user's speed only when the page does not
