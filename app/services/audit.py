@@ -88,6 +88,7 @@ def _page_singles(session: Session, source_ids: set[int]) -> dict[int, tuple[int
     return out
 
 
+
 def _group_context(group: list[Loaded]) -> tuple[list[Rung], list[Steady]]:
     """The ladder and stated steady states of one recipe, built once and shared by its entries."""
     ladder = [Rung(g.entry.id, g.fields.get("draft_tokens"), g.fields.get("headline_tps")) for g in group]

@@ -34,6 +34,18 @@ _PIN_TEXT = re.compile(
     r"(?:\.post\d+|rc\d+)?\b|\bcommit\s+[0-9a-f]{7,40}\b", re.I)
 
 
+def pinned_by(f: dict) -> list[str]:
+    """The fields of an entry that pin its build: a version, a commit or build number, an image digest,
+    or one of those written in its notes, command or label."""
+    pinned = [n for n in ("engine_version", "engine_commit") if text(f, n).strip()]
+    if _DIGEST.search(text(f, "engine_image")):
+        pinned.append("engine_image")
+    for name in ("notes", "command", "label"):  # a build number, version string or image digest stated there
+        if _PIN_TEXT.search(text(f, name)):
+            pinned.append(name)
+    return pinned
+
+
 @rule("unpinned_build", "medium",
       "The build cannot be reproduced: no engine version, commit or image digest, or a nightly, dev or "
       "locally patched build.")
@@ -44,13 +56,7 @@ def unpinned_build(f, q, ctx):
         return {"numbers": {"phrase": m.group(0), "field": name},
                 "explanation": f'The build is not a release: {name} says "{m.group(0)}".',
                 "quotes": [quote(f, q, name, m)]}
-    pinned = [n for n in ("engine_version", "engine_commit") if text(f, n).strip()]
-    if _DIGEST.search(text(f, "engine_image")):
-        pinned.append("engine_image")
-    for name in ("notes", "command", "label"):  # a build number, version string or image digest stated there
-        if _PIN_TEXT.search(text(f, name)):
-            pinned.append(name)
-    if pinned:
+    if pinned_by(f):
         return None
     return {"numbers": {"engine": f.get("engine"), "engine_version": None, "engine_commit": None,
                         "engine_image": f.get("engine_image")},
