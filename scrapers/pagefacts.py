@@ -35,6 +35,7 @@ def find_hardware(text: str) -> tuple[int | None, str, str] | None:
 _FILE_EXT = re.compile(r"(?i)\.(?:py|sh|json|ya?ml|txt|md|cpp|cc|h|cu|toml|log|csv|png|jpg)$|_v\d+\.py")
 _HEADING_MODEL = re.compile(r"^\s*([A-Z][\w.-]*(?:\s+[\w.-]+){0,3}?\s+\d+(?:\.\d+)?[BM](?:\s+v\d+(?:\.\d+)?)?)\s+"
                             r"(?:GGUF|GPTQ|AWQ|EXL[23]|MLX|I?Q\d)", re.I)
+_IDENT = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
 _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
 
 
@@ -47,8 +48,8 @@ def find_model(text: str) -> str | None:
         return hm.group(1)
     for m in _MODEL.finditer(text):
         name = m.group(1).rstrip(".,;:")
-        if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_") :
-            continue      # a source file or a path ("deepseek_v2.py"), not a model
+        if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_") or _IDENT.match(name):
+            continue      # a source file, a path or a code identifier ("llama_print_timings"), not a model
         return name
     return None
 

@@ -135,6 +135,7 @@ def _finish(d: Draft) -> ParsedEntry | None:
     if e.fields.get("headline_tps") is None:
         return None
     f = e.fields
+    e._stated = {k for k in ("scope", "concurrency", "phase") if k in f}   # what the page said, before defaults
     if "phase" not in f:
         f["phase"] = "decode"
     c = f.get("concurrency")
@@ -142,6 +143,8 @@ def _finish(d: Draft) -> ParsedEntry | None:
         f["scope"] = "per_user"
     if "scope" not in f:
         f["scope"] = "aggregate" if (c or 0) > 1 else "per_user"
+        if c is not None:
+            e._stated.add("scope")      # inferred from a stated concurrency: as good as stated
     return b.finish()
 
 
@@ -201,8 +204,8 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
         v = round(float(f["headline_tps"]), 3)
         same = [k for k in out if _restates(v, float(k.fields["headline_tps"]))
                 and k.fields.get("phase") == f.get("phase")
-                and all(k.fields.get(x) is None or f.get(x) is None or k.fields.get(x) == f.get(x)
-                        for x in ("scope", "concurrency"))]
+                and all(k.fields.get(x) is None or x not in getattr(e, "_stated", {x})
+                        or k.fields.get(x) == f.get(x) for x in ("scope", "concurrency"))]
         if not same:
             out.append(e)
             added.append(e)
@@ -224,24 +227,45 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
     return [e for e in out if id(e) not in drop]
 
 
+def _compatible(p: ParsedEntry, e: ParsedEntry) -> bool:
+    """Two entries for one figure describe the same configuration: every field both state agrees."""
+    pf, ef = p.fields, e.fields
+    ps, es = getattr(p, "_stated", None), getattr(e, "_stated", None)
+    for x in ("scope", "concurrency"):
+        a, b = pf.get(x), ef.get(x)
+        stated_a = a is not None and (ps is None or x in ps)
+        stated_b = b is not None and (es is None or x in es)
+        if stated_a and stated_b and a != b:
+            return False
+        if not stated_a and not stated_b and a != b:
+            return False
+    for x in ("model", "test"):
+        a, b = pf.get(x), ef.get(x)
+        if a is not None and b is not None and str(a).lower() != str(b).lower():
+            return False
+    h1, h2 = (pf.get("hardware") or "").lower(), (ef.get("hardware") or "").lower()
+    if h1 and h2 and not (h1.startswith(h2) or h2.startswith(h1)):
+        return False    # "RTX PRO 6000" and "RTX PRO 6000 Blackwell" are one card; H100 and H200 are not
+    return True
+
+
 def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) -> list[ParsedEntry]:
     """One entry per figure and configuration: a summary restating a figure elsewhere on the page is not a
-    second entry; two rows of one table with the same figure but different labels are two runs."""
+    second entry (fields one of them leaves unstated do not tell them apart); two rows of one table with
+    the same figure but different labels are two runs."""
     keep: dict[tuple, list[ParsedEntry]] = {}
     origins = origins or {}
     out = []
     for e in entries:
         f = e.fields
-        key = (round(float(f["headline_tps"]), 3), f.get("phase"), f.get("scope"), f.get("concurrency"),
-               (f.get("model") or "").lower(), f.get("test"))
+        key = (round(float(f["headline_tps"]), 3), f.get("phase"))
         prev = None
         for p in keep.get(key, []):
             same_block = origins.get(id(p), -2) == origins.get(id(e), -3)
             if same_block and p.fields.get("label") != f.get("label"):
                 continue
-            h1, h2 = (p.fields.get("hardware") or "").lower(), (f.get("hardware") or "").lower()
-            if h1 and h2 and not (h1.startswith(h2) or h2.startswith(h1)):
-                continue    # "RTX PRO 6000" and "RTX PRO 6000 Blackwell" are one card; H100 and H200 are not
+            if not _compatible(p, e):
+                continue
             prev = p
             break
         if prev is not None:

@@ -88,11 +88,14 @@ def _trace_run(doc, rm, text):
         out.append(draft(v, loc[0] if loc else None, (loc[1], loc[2]) if loc else None, "trace benchmark",
                          phase=phase, scope=_scope(conc), headline_label=f"throughput.{part}.tokens_per_second",
                          **common))
-    inter = (rm.get("latency") or {}).get("intvty")
-    if isinstance(inter, dict) and isinstance(inter.get("mean"), (int, float)):
-        loc = locate(text, ["request_metrics", "latency", "intvty", "mean"])
+    # interactivity: one request's tokens per second (the mean; quantiles kept as spread)
+    for key, phase in (("intvty", "decode"), ("full_response_intvty", "decode"), ("e2e_norm_intvty", "e2e")):
+        inter = (rm.get("latency") or {}).get(key)
+        if not (isinstance(inter, dict) and isinstance(inter.get("mean"), (int, float))):
+            continue
+        loc = locate(text, ["request_metrics", "latency", key, "mean"])
         d = draft(inter["mean"], loc[0] if loc else None, (loc[1], loc[2]) if loc else None, "trace benchmark",
-                  phase="decode", scope="per_user", headline_label="latency.intvty.mean", **common)
+                  phase=phase, scope="per_user", headline_label=f"latency.{key}.mean", **common)
         d.builder.entry.extra["quantiles"] = {k: v for k, v in inter.items() if k != "mean"}
         out.append(d)
     return out

@@ -26,7 +26,7 @@ _METRICS = {"output token throughput (tok/s)": ("decode", False, "output_through
 
 
 _CMD = re.compile(r"(?:vllm\s+bench\s+serve|benchmark_serving\.py|sglang\.bench_serving)")
-_FLAG = re.compile(r"--(max-concurrency|model)[= ]+[\"']?([^\s\"'\\]+)")
+_FLAG = re.compile(r"--(max-concurrency|model|tokenizer)[= ]+[\"']?([^\s\"'\\]+)")
 
 
 def _scope(conc):
@@ -48,7 +48,11 @@ def _command_before(text: str, at: int) -> dict:
         if m.group(1) == "max-concurrency" and m.group(2).isdigit():
             out["concurrency"] = int(m.group(2))
         elif m.group(1) == "model" and not m.group(2).startswith("$"):
-            out["model"] = m.group(2)
+            out.setdefault("model", m.group(2))
+        elif m.group(1) == "tokenizer" and "/" in m.group(2) and not m.group(2).startswith("$"):
+            out["tokenizer"] = m.group(2).rstrip("/").rsplit("/", 1)[-1]
+    if "tokenizer" in out:      # --model is often a served alias; the tokenizer path names the checkpoint
+        out["model"] = out.pop("tokenizer")
     return out
 
 
