@@ -198,9 +198,39 @@ def _quantile_pick(H: list[str], cols: list[int]) -> list[int]:
     return [j for j in cols if not q[j]] + keep[:1]
 
 
+def _unit_pairs(tbl, H, rows) -> list[Draft]:
+    """Rows that write the unit in one cell and the figure in the next (``| Tokens/s | 4202.3 |``, MLPerf
+    results): one entry per pair; the model from a model column, the scenario from the header above."""
+    out: list[Draft] = []
+    cols = [classify(h) for h in H]
+    model_col = next((j for j, c in enumerate(cols) if c.field == "model"), None)
+    for row in rows:
+        for i in range(len(row) - 1):
+            u, v = row[i].value, row[i + 1]
+            if not (says_tps(u) and not re.search(r"\d", u) and len(u) < 24):
+                continue
+            fig, span = _cell_fig(v)
+            if fig is None:
+                continue
+            b = Builder(context=" | ".join(c.value for c in row))
+            put_figure(b, fig, u)
+            if model_col is not None and model_col < len(row) and not row[model_col].empty:
+                b.set_text("model", row[model_col].value, H[model_col])
+            # the scenario: the header cell over the pair (headers lose their colspan in text renderings)
+            k = sum(1 for x in row[:i] if says_tps(x.value) and not re.search(r"\d", x.value))
+            heads = [h for h in H[2:] if h] if len(H) > 2 else []
+            if k < len(heads):
+                b.put("label", heads[k], heads[k])
+            out.append(Draft(b, [span, (row[0].start, row[-1].end)], f"{u} {b.entry.fields.get('label', '')}", "table"))
+    return out
+
+
 def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Draft]:
     tps = _tps_columns(H, rows, ctx_unit)
     if not tps:
+        pairs = _unit_pairs(tbl, H, rows)
+        if pairs:
+            return pairs
         n = sum(1 for r in rows for c in r if cell_figure(c.value) is not None)
         if seen is not None and n and ctx_unit:
             seen.append((n, f"a table under '{(caption or heading)[:40]}' with no tok/s column"))
