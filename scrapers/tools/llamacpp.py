@@ -12,7 +12,7 @@ import re
 
 from scrapers.tools.common import draft, locate, model_from_path
 
-_TIMING = re.compile(r"(?P<kind>prompt\s+eval|eval|sample|load|total)\s+time\s*[=:]\s*(?P<ms>[\d.]+)\s*ms\s*/\s*"
+_TIMING = re.compile(r"(?P<kind>prompt\s+eval|eval|sampl(?:e|ing)|load|total)\s+time\s*[=:]\s*(?P<ms>[\d.]+)\s*ms\s*/\s*"
                      r"(?P<n>\d+)\s*(?P<unit>tokens|runs)\s*\(\s*[\d.]+\s*ms\s+per\s+token,\s*(?P<tps>[\d.]+)\s*"
                      r"tokens\s+per\s+second\s*\)", re.I)
 _ACCEPT = re.compile(r"draft\s+acceptance\s+rate\s*=\s*(?P<r>[\d.]+)\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*(?P<g>\d+)\s*"
