@@ -189,7 +189,14 @@ class Builder:
 
 
 def _is_test_table(tps_cols: list[Column]) -> bool:
-    return len(tps_cols) > 1 and all(c.test for c in tps_cols)
+    """One entry per tok/s column: llama-bench test columns (pp512 | tg128), or columns of different
+    phases (Prompt processing t/s | Generation t/s): each is a figure of its own (issue 11)."""
+    if len(tps_cols) < 2:
+        return False
+    if all(c.test for c in tps_cols):
+        return True
+    phases = [c.phase for c in tps_cols]
+    return all(phases) and len(set(phases)) == len(phases)
 
 
 def pick_headline(tps_cols: list[tuple[int, Column]]) -> int | None:
