@@ -222,11 +222,15 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
         if cancels(text.split(" . ", 1)[0] if not narrow else text) and not any(f in e.fields for f in SPEC_FIELDS):
             blocked.update(SPEC_FIELDS)
         before = set(e.fields)
-        for f, v, q in facts(text, narrow):
+        found = facts(text, narrow)
+        scope_hw = next((v for f, v, _q in found if f == "hardware"), None)
+        for f, v, q in found:
             if f in blocked or f in e.fields:
                 continue
             if f in NARROW_FIELDS and not narrow:
                 continue
+            if f == "gpu_count" and e.fields.get("hardware") and scope_hw != e.fields.get("hardware"):
+                continue    # "2x RTX 3090" in the title counts 3090s, not the RTX 4090 of a row
             b.put(f, v, q)
         if set(e.fields) != before:
             draft.spans.append(span)

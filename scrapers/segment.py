@@ -381,7 +381,7 @@ def segment(text: str, warnings: list[str] | None = None) -> list[Block]:
         if c_start > pos:
             _segment_prose(text, pos, c_start, blocks, warnings)
         code = Block("code", c_start, c_end, text[c_a:c_b], lang=lang.lower())
-        code.children = _segment_code(text, c_a, c_b, warnings)
+        code.children = _segment_code(text, c_a, c_b, warnings, lang.lower())
         code.caption, code.caption_start = _caption_before(text, c_start, blocks)
         blocks.append(code)
         pos = c_end
@@ -411,10 +411,52 @@ def _caption_before(text: str, at: int, blocks: list[Block], floor: int = 0) -> 
     return cap[-200:], seg_a
 
 
-def _segment_code(text: str, a: int, b: int, warnings: list[str]) -> list[Block]:
+_KV_LINE = re.compile(r"^\s*[^:=|]{2,60}?\s*[:=]\s+\S", re.M)
+
+
+def _plain_tables(text: str, a: int, b: int, lang: str) -> list[Table]:
+    """CSV/TSV and whitespace-aligned columns in a code block: groups of 3+ consecutive lines with the same
+    number of cells (key/value lines such as ``Output token throughput (tok/s):   151.04`` are not columns)."""
+    out: list[Table] = []
+    groups, cur = [], []
+    for m in re.finditer(r"[^\n]*\n?", text[a:b]):
+        line = m.group(0)
+        if line.strip():
+            cur.append((a + m.start(), a + m.start() + len(line.rstrip("\r\n"))))
+        elif cur:
+            groups.append(cur)
+            cur = []
+        if not line:
+            break
+    if cur:
+        groups.append(cur)
+    for g in groups:
+        if len(g) < 3:
+            continue
+        lines = [text[x:y] for x, y in g]
+        if lang in ("csv", "tsv") or all(ln.count(",") >= 2 for ln in lines[:5]) or all("\t" in ln for ln in lines[:5]):
+            t = delimited_table(text, g[0][0], g[-1][1], "\t" if lang == "tsv" or "\t" in lines[0] else ",")
+            if t and len(t.header) >= 3:
+                out.append(t)
+            continue
+        if sum(1 for ln in lines if _KV_LINE.match(ln)) >= len(lines) / 2 or any("│" in ln or "|" in ln for ln in lines):
+            continue
+        widths = [len(re.findall(r"\S+(?: \S+)*", ln)) for ln in lines]
+        n = widths[0]
+        if n >= 3 and sum(1 for w in widths if w == n) >= 0.8 * len(widths) and not re.search(r"\d", lines[0]):
+            t = columns_table(text, g[0][0], g[-1][1])
+            if t:
+                out.append(t)
+    return out
+
+
+def _segment_code(text: str, a: int, b: int, warnings: list[str], lang: str = "") -> list[Block]:
     out: list[Block] = []
     pos = a
-    for t in _find_tables(text, a, b, warnings, in_code=True):
+    found = _find_tables(text, a, b, warnings, in_code=True)
+    if not found:
+        found = _plain_tables(text, a, b, lang)
+    for t in found:
         if t.start > pos:
             out.append(Block("text", pos, t.start, text[pos:t.start], in_code=True))
         blk = Block("table", t.start, t.end, text[t.start:t.end], table=t, in_code=True)

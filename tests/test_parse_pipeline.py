@@ -170,3 +170,29 @@ def test_figures_seen_but_not_read_are_counted():
     text = "Aggregate tok/s\n\n| run | a | b |\n| --- | --- | --- |\n| x | 1 | 2 |\n"
     r = scrapers.parse(text.encode(), kind="markdown")
     assert any("not read" in w for w in r.warnings)
+
+
+def test_aligned_columns_and_csv_in_code_blocks():
+    text = ("# Bench on 2x RTX 3090\n\n```\nmodel                 backend   pp tok/s   tg tok/s\n"
+            "Llama-3.1-8B Q4_K_M   CUDA      4521.3     132.8\nQwen2.5-14B Q4_K_M    CUDA      2210.7      71.2\n"
+            "Mistral-7B Q8_0       CUDA      3890.1      98.4\n```\n\n```csv\nmodel,gpu,tokens_per_second\n"
+            "Llama-3.1-8B,RTX 4090,131.4\nQwen2.5-7B,RTX 4090,140.2\nGemma-2-9B,RTX 4090,95.0\n```\n")
+    es = scrapers.parse(text.encode(), kind="markdown").entries
+    got = {(e.fields["headline_tps"], e.fields["phase"], e.fields.get("hardware"), e.fields.get("gpu_count"))
+           for e in es}
+    assert (4521.3, "prefill", "RTX 3090", 2) in got and (132.8, "decode", "RTX 3090", 2) in got
+    assert (131.4, "decode", "RTX 4090", None) in got      # the title's count is of its 3090s
+    assert len(es) == 9
+
+
+def test_pasted_logs_of_llama_cpp_and_sglang():
+    log = ("llama_perf_sampler_print:    sampling time =      10.12 ms /   138 runs   (    0.07 ms per token, "
+           "13636.36 tokens per second)\n"
+           "llama_perf_context_print: prompt eval time =     200.00 ms /    11 tokens (   18.18 ms per token,    "
+           "55.00 tokens per second)\n"
+           "llama_perf_context_print:        eval time =    3000.00 ms /   127 runs   (   23.62 ms per token,    "
+           "42.33 tokens per second)\n"
+           "Prefill. latency: 0.03245 s, throughput:   3944.18 token/s\n"
+           "Decode.  median latency: 0.00712 s, median throughput:    140.45 token/s\n")
+    got = {(e.fields["headline_tps"], e.fields["phase"]) for e in scrapers.parse(log.encode(), kind="text").entries}
+    assert got == {(55.0, "prefill"), (42.33, "decode"), (3944.18, "prefill"), (140.45, "decode")}
