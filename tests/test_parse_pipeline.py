@@ -196,3 +196,15 @@ def test_pasted_logs_of_llama_cpp_and_sglang():
            "Decode.  median latency: 0.00712 s, median throughput:    140.45 token/s\n")
     got = {(e.fields["headline_tps"], e.fields["phase"]) for e in scrapers.parse(log.encode(), kind="text").entries}
     assert got == {(55.0, "prefill"), (42.33, "decode"), (3944.18, "prefill"), (140.45, "decode")}
+
+
+def test_saved_json_in_a_code_block_is_read_by_its_tool():
+    text = ('## Repro\n\nvLLM 0.10.1, 1x H100 80GB\n\n```json\n{"backend": "vllm", "model_id": "m", "max_concurrency": 4, '
+            '"request_throughput": 3.2, "output_throughput": 512.3, "total_token_throughput": 2048.9, '
+            '"max_output_tokens_per_s": 640.0}\n```\n')
+    r = scrapers.parse(text.encode(), kind="markdown")
+    got = {(e.fields["headline_tps"], e.fields["phase"], e.fields["scope"], e.fields["concurrency"]) for e in r.entries}
+    assert got == {(512.3, "decode", "aggregate", 4), (2048.9, "e2e", "aggregate", 4), (640.0, "decode", "aggregate", 4)}
+    for e in r.entries:
+        sel = e.selectors["headline_tps"]
+        assert r.text[sel["start"]:sel["end"]] == e.quotes["headline_tps"]

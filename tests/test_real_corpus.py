@@ -149,5 +149,18 @@ def test_entry_precision_and_recall(scored):
         f"target {TARGET}; gate P>={GATE_PRECISION} R>={GATE_RECALL}\n" + report(scored)
 
 
+def test_every_selector_pins_its_quote_in_the_decoded_text():
+    """On every committed page: text[start:end] == exact == quotes[field], prefix/suffix around it."""
+    for path in committed_labels():
+        label = json.loads(path.read_text())
+        r = parse_page(label)
+        for e in r.entries:
+            for f, sel in e.selectors.items():
+                assert r.text[sel["start"]:sel["end"]] == sel["exact"] == e.quotes[f], (label["page"], f, sel)
+                assert r.text[:sel["start"]].endswith(sel["prefix"]) and r.text[sel["end"]:].startswith(sel["suffix"])
+            if "headline_tps" in e.quotes:
+                assert "headline_tps" in e.selectors, (label["page"], e.quotes["headline_tps"])
+
+
 if __name__ == "__main__":
     print(report(score_corpus()))

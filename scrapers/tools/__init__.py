@@ -14,6 +14,7 @@ Adding a tool is adding one module here and its test pages.
 from __future__ import annotations
 
 import importlib
+import json
 
 MODULES = ("vllm", "sglang", "llamacpp", "llamabench", "llmperf", "decodebench")
 _loaded = None
@@ -58,6 +59,20 @@ def read_code(blk, text):
         d = fn(blk, text)
         if d is not None:
             return d
+    body = blk.text.strip()
+    if body[:1] in ("{", "[") and len(body) < 5_000_000:
+        try:
+            doc = json.loads(body)
+        except (ValueError, RecursionError):
+            return None
+        base = text.find(body, blk.start)
+        if base < 0:
+            return None
+        drafts, _tool = read_json(doc, text[base:base + len(body)])
+        if drafts:
+            for d in drafts:
+                d.spans = [(base + a, base + b) for a, b in d.spans] + [(base, base + len(body))]
+            return drafts
     return None
 
 

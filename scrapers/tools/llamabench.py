@@ -178,7 +178,8 @@ def read_code(blk, text):
     body = blk.text.strip()
     if "avg_ts" not in body:
         return None
-    a = blk.start + blk.text.find(body[:20]) if body else blk.start
+    a = text.find(body, blk.start) if body else blk.start
+    a = blk.start if a < 0 else a
     if body.startswith(("[", "{")):
         try:
             doc = json.loads(body)
