@@ -81,7 +81,7 @@ _PREFER_CLASSIC = ("hardware",)
 # which the scoped context decides)
 _LEND = {"prompt", "tokens_stated", "seconds_stated", "n_runs", "engine_commit", "engine_version", "submitter",
          "notes", "acceptance_rate", "acceptance_length", "accepted_tokens", "drafted_tokens", "steady_low",
-         "steady_high", "hardware", "gpu_count", "concurrency", "engine", "prompt_tokens", "gen_tokens",
+         "steady_high", "hardware", "gpu_count", "engine", "prompt_tokens", "gen_tokens",
          "spread", "samples", "power", "clocks", "date", "command", "output_sample"}
 
 

@@ -37,8 +37,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
     for m in _TPS.finditer(chunk):
         before = chunk[max(0, m.start() - 80):m.start()]
         after = chunk[m.end():m.end() + 30]
-        if m.group("hi") or _STEADY_NEAR.search(before):
-            continue
+        pair = bool(m.group("hi")) and re.search(r"\bfrom\s*~?$", before) is not None
+        if (m.group("hi") and not pair) or _STEADY_NEAR.search(before):
+            continue        # "373-391 tok/s" is a range (a steady state), "from 50 to 100 tok/s" two runs
         if _DELTA_BEFORE.search(before) or _DELTA_AFTER.match(after) or (m.group("n") or "").startswith(("+", "-")):
             continue
         if _TARGET.search(before):
@@ -53,8 +54,11 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
             for lm in re.finditer(NUMBER, m.group("list")):
                 values.append((lm.group(0), m.start("list") + lm.start()))
         values.append((m.group("n"), m.start("n")))
+        if pair:
+            hm = re.search(NUMBER, m.group("hi"))
+            values.append((hm.group(0), m.start("hi") + hm.start()))
         concs = None
-        if len(values) > 1:
+        if len(values) > 1 and not pair:
             cr = _CRANGE.search(context_text + " " + sentence)
             if cr and int(cr.group(2)) - int(cr.group(1)) + 1 == len(values):
                 concs = list(range(int(cr.group(1)), int(cr.group(2)) + 1))
