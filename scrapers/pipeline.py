@@ -261,9 +261,8 @@ def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) ->
         key = (round(float(f["headline_tps"]), 3), f.get("phase"))
         prev = None
         for p in keep.get(key, []):
-            same_block = origins.get(id(p), -2) == origins.get(id(e), -3)
-            if same_block and p.fields.get("label") != f.get("label"):
-                continue
+            if origins.get(id(p), -2) == origins.get(id(e), -3):
+                continue    # two rows of one table are two runs, even with the same figure
             if not _compatible(p, e):
                 continue
             prev = p
