@@ -12,25 +12,30 @@ _STRIP = " \t\r\n*`_\u00a0"
 _MARKS = re.compile(r"\*\*|\*|`|__|<br\s*/?>|</?(?:b|strong|em|i|code|sup|sub)>", re.I)
 
 
-@dataclass
+_EMPTY = frozenset(("", "-", "—", "–", "n/a", "na", "none", "?", "null", "…", "--"))
+
+
+def _value(t: str) -> str:
+    if "*" in t or "`" in t or "__" in t or "<" in t:
+        t = _MARKS.sub("", t)
+    if "  " in t or "\n" in t:
+        t = " ".join(t.split())
+    return t.strip()
+
+
 class Cell:
-    text: str            # the cell as written, markers (**, backticks) and outer spaces stripped
-    start: int           # span of ``text`` in the decoded document
-    end: int
+    """One table cell: ``text`` as written (outer spaces and markers stripped) with its span in the decoded
+    document; ``value`` the text without emphasis/code markers (``**198** t/s`` -> ``198 t/s``)."""
 
-    @property
-    def value(self) -> str:
-        """The text without markdown emphasis and code markers: ``**198** t/s`` -> ``198 t/s``."""
-        t = self.text
-        if "*" in t or "`" in t or "__" in t or "<" in t:
-            t = _MARKS.sub("", t)
-        if "  " in t or "\n" in t:
-            t = " ".join(t.split())
-        return t.strip()
+    __slots__ = ("text", "start", "end", "value", "empty")
 
-    @property
-    def empty(self) -> bool:
-        return self.value.lower() in ("", "-", "—", "–", "n/a", "na", "none", "?", "null", "…", "--")
+    def __init__(self, text: str, start: int, end: int):
+        self.text, self.start, self.end = text, start, end
+        self.value = _value(text)
+        self.empty = self.value.lower() in _EMPTY
+
+    def __repr__(self) -> str:
+        return f"Cell({self.text!r}, {self.start}, {self.end})"
 
 
 @dataclass

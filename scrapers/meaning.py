@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from scrapers.numbers import NUMBER, to_float
 
@@ -47,6 +48,7 @@ _FIG = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|up\s+to\s
                   r"(?:\s*(?:-|–|—|to)\s*~?(?P<hi>" + NUMBER + r"))?", re.I)
 
 
+@lru_cache(maxsize=8192)
 def phase_of(text: str) -> str | None:
     """decode | prefill | e2e for a label or header, None when it does not say."""
     if not text:
@@ -64,6 +66,7 @@ def phase_of(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def scope_of(text: str) -> str | None:
     if not text:
         return None
@@ -74,6 +77,7 @@ def scope_of(text: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=8192)
 def concurrency_of(text: str) -> tuple[int, str] | None:
     """(n, quote) for "concurrency 8", "C8", "batch 4", "c=2", "32 concurrent requests"."""
     if not text:
@@ -88,6 +92,7 @@ def concurrency_of(text: str) -> tuple[int, str] | None:
     return n, m.group(0)
 
 
+@lru_cache(maxsize=8192)
 def is_quantile(text: str) -> str | None:
     m = _QUANTILE.match(text or "")
     return m.group(0).strip().lower() if m else None
@@ -97,10 +102,12 @@ def is_peak(text: str) -> bool:
     return bool(_PEAK.search(text or ""))
 
 
+@lru_cache(maxsize=8192)
 def says_tps(text: str) -> bool:
     return bool(TPS_UNIT.search(text or ""))
 
 
+@lru_cache(maxsize=8192)
 def not_tps(text: str) -> bool:
     """A header or label that names something other than a tok/s figure (even if it says throughput)."""
     if not text:
