@@ -223,7 +223,19 @@ def table_entries(headers: list[str], rows: list[list[str]], *, row_notes: list[
     head_idx = pick_headline(tps)
     out: list[ParsedEntry] = []
     n_head = len(headers)
+    group: dict = {}
     for r, cells in enumerate(rows):
+        filled = [c for c in cells if clean(c).lower() not in EMPTY]
+        if n_head >= 3 and len(filled) == 1 and cells and clean(cells[0]) and parse_number(clean(cells[0])) is None:
+            # a group row ("H100" over the rows measured on it): the configuration of the rows below
+            from scrapers.pagefacts import find_hardware
+
+            g = clean(cells[0])
+            hw = find_hardware(g)
+            group = {"hardware": (hw[1], hw[1])} if hw else {"label": (g, g)}
+            if hw and hw[0]:
+                group["gpu_count"] = (hw[0], hw[2])
+            continue
         targets = [i for i, _ in tps] if per_test else [head_idx]
         for target in targets:
             b = Builder(context=" | ".join(clean(c) for c in cells), decimal_comma=decimal_comma)
@@ -253,6 +265,8 @@ def table_entries(headers: list[str], rows: list[list[str]], *, row_notes: list[
                 b.phrases(clean(text))
             if llama_bench:
                 b.put("engine", "llama.cpp", None)
+            for f, (v, q) in group.items():      # the group row, after the row's own cells
+                b.put(f, v, q)
             for f, (v, q) in (defaults or {}).items():
                 b.put(f, v, q)
             e = b.finish()
