@@ -67,7 +67,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                         if figs and says_tps(sub.text + " " + sub.caption):
                             skipped_tables.append(f"a {sub.table.shape} table '{sub.caption[:40] or _heading(sub)[:40]}' "
                                                   f"({len(sub.table.rows)} rows): no tok/s column or row")
-                            seen.append((figs, "tables with no tok/s column or row"))
+                            seen.append((figs, "in tables with no tok/s column or row"))
                 if sub.table.shape == "panel":
                     found = found or []
                     found += read_prose(text, _panel_block(sub), context_text=_heading(sub))
@@ -85,7 +85,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                 drafts += [(d, blk) for d in found]
                 rest = _unclaimed(sub, claimed)
                 for r in rest:
-                    for d in read_prose(text, r, context_text=_heading(sub) + " " + sub.caption):
+                    for d in read_prose(text, r, context_text=_heading(sub) + " " + sub.caption, seen=seen):
                         d.block = sub
                         drafts.append((d, blk))
     entries: list[ParsedEntry] = []
@@ -284,8 +284,12 @@ def dedupe(entries: list[ParsedEntry], origins: dict[int, int] | None = None) ->
 def _account(result: ParseResult, seen: list[tuple[int, str]], n_tables: int, skipped: list[str]) -> None:
     lost = sum(n for n, _ in seen)
     if lost:
-        reasons = sorted({r for _, r in seen})
-        result.warnings.append(f"{lost} figures in {len(seen)} places not read: " + "; ".join(reasons[:5]))
+        by: dict[str, int] = {}
+        for n, r in seen:
+            by[r] = by.get(r, 0) + n
+        parts = [f"{n} {r}" for r, n in sorted(by.items(), key=lambda x: -x[1])]
+        result.warnings.append(f"{lost} figures in {len(seen)} places not read: " + "; ".join(parts[:6])
+                               + ("; ..." if len(parts) > 6 else ""))
     if not result.entries:
         what = f"{n_tables} table(s)" if n_tables else "no tables"
         detail = ("; skipped: " + "; ".join(skipped[:5])) if skipped else ""

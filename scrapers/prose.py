@@ -29,7 +29,8 @@ _TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|s
 _CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
 
 
-def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
+def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | None = None) -> list[Draft]:
+    """Drafts for the tok/s figures of ``blk``; figures passed over are counted in ``seen`` with why."""
     out: list[Draft] = []
     a0 = blk.start
     chunk = blk.text
@@ -38,11 +39,16 @@ def read_prose(text: str, blk: Block, *, context_text: str = "") -> list[Draft]:
         before = chunk[max(0, m.start() - 80):m.start()]
         after = chunk[m.end():m.end() + 30]
         pair = bool(m.group("hi")) and re.search(r"\bfrom\s*~?$", before) is not None
+        why = None
         if (m.group("hi") and not pair) or _STEADY_NEAR.search(before):
-            continue        # "373-391 tok/s" is a range (a steady state), "from 50 to 100 tok/s" two runs
-        if _DELTA_BEFORE.search(before) or _DELTA_AFTER.match(after) or (m.group("n") or "").startswith(("+", "-")):
-            continue
-        if _TARGET.search(before):
+            why = "in ranges and steady states of sentences"   # "373-391 tok/s"; "from 50 to 100 tok/s" is two runs
+        elif _DELTA_BEFORE.search(before) or _DELTA_AFTER.match(after) or (m.group("n") or "").startswith(("+", "-")):
+            why = "in differences ('+10 tok/s', '10 tok/s faster')"
+        elif _TARGET.search(before):
+            why = "in targets and expectations"
+        if why:
+            if seen is not None:
+                seen.append((1, why))
             continue
         sent_a = max(chunk.rfind(". ", 0, m.start()) + 2, chunk.rfind("\n", 0, m.start()) + 1, 0)
         sent_b = chunk.find(". ", m.end())

@@ -233,7 +233,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
             return pairs
         n = sum(1 for r in rows for c in r if cell_figure(c.value) is not None)
         if seen is not None and n and ctx_unit:
-            seen.append((n, f"a table under '{(caption or heading)[:40]}' with no tok/s column"))
+            seen.append((n, f"in a table under '{(caption or heading)[:40]}' with no tok/s column"))
         return []
     tps = _quantile_pick(H, tps)
     cols = [classify(h) for h in H]
@@ -327,7 +327,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
             d.builder.put("steady_high", hi, cell.text)
             d.spans.append((cell.start, cell.end))
     if skipped and seen is not None:
-        seen.append((skipped, "cells under a tok/s column that hold no readable figure"))
+        seen.append((skipped, "in cells under a tok/s column that hold no readable figure"))
     return out
 
 
