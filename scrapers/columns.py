@@ -147,7 +147,9 @@ def split_hardware(text: str) -> tuple[int | None, str]:
 
 ENGINES = ["ik_llama.cpp", "llama.cpp", "llama-server", "SGLang", "vLLM", "TensorRT-LLM", "TRT-LLM", "ExLlamaV3",
            "ExLlamaV2", "exllamav3", "TabbyAPI", "MLX", "mlx-lm", "Ollama", "LM Studio", "KTransformers", "TGI",
-           "MLC-LLM", "LMDeploy", "Aphrodite", "llamafile", "koboldcpp", "Transformers", "DeepSpeed-MII"]
+           "MLC-LLM", "MLC LLM", "LMDeploy", "Aphrodite", "llamafile", "koboldcpp", "Transformers", "DeepSpeed-MII",
+           "TensorRT LLM", "AutoAWQ", "torchao", "ExLlama", "gpt-fast", "deepsparse", "OpenVINO", "ONNX Runtime",
+           "CTranslate2", "PowerInfer", "fastllm", "Llamafile", "LocalAI", "text-generation-inference"]
 ENGINE_RE = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(e) for e in sorted(ENGINES, key=len, reverse=True))
                        + r")(?![\w-])", re.I)
 _VERSION_RE = re.compile(r"^[\s:,]*(?:v|version\s*|ver\.?\s*)?(\d+(?:\.\d+)+[\w.+-]*|b\d{3,6}\b|\d+\.\w+|nightly|main)",
@@ -155,8 +157,12 @@ _VERSION_RE = re.compile(r"^[\s:,]*(?:v|version\s*|ver\.?\s*)?(\d+(?:\.\d+)+[\w.
 
 
 def split_engine(text: str) -> tuple[str, str | None]:
-    """"SGLang 0.5.4" -> ("SGLang", "0.5.4"); "vLLM v0.11.0" -> ("vLLM", "0.11.0"); "llama.cpp" -> (.., None)."""
-    s = text.strip()
+    """"SGLang 0.5.4" -> ("SGLang", "0.5.4"); "vLLM v0.11.0" -> ("vLLM", "0.11.0"); "llama.cpp" -> (.., None);
+    "1 `llama.cpp@51f311e0`" -> ("llama.cpp", None) (the commit is read by ``engine_at_commit``)."""
+    s = text.strip().strip("`")
+    m = ENGINE_RE.search(s)
+    if m and m.start() > 0 and re.fullmatch(r"[\d\s`*x×]*", s[:m.start()]):
+        s = s[m.start():]
     m = ENGINE_RE.match(s)
     if m:
         tail = s[m.end():]
@@ -192,3 +198,12 @@ def test_sizes(test: str) -> tuple[int | None, int | None]:
         else:
             tg = int(n)
     return pp, tg
+
+
+_AT_COMMIT = re.compile(r"@([0-9a-f]{7,40})\b")
+
+
+def engine_at_commit(text: str) -> str | None:
+    """``ktransformers@25c5bdd`` -> ``25c5bdd``."""
+    m = _AT_COMMIT.search(text or "")
+    return m.group(1) if m else None

@@ -29,6 +29,7 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
 _MAX_SCOPE_TEXT = 4000
 _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
                         r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
+_ENGINE_LINE = re.compile(r"(?m)^\s*Engine:\s*([A-Za-z][\w.-]*(?:\s+v?\d[\w.+-]*)?)|(?<=\s)Engine:\s*([A-Za-z][\w.-]*\s+v?\d[\w.+-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+)?(?:settings?|setup|environment|"
                     r"configuration|config|hardware|system|test\s+bed|testbed|specs?)\b")
@@ -129,13 +130,18 @@ class Page:
         self._code_models: dict[int, list[tuple[int, str, int, int]]] = {}
         for b in blocks:
             if b.kind == "code":
+                em = _ENGINE_LINE.search(b.text)      # a tool's "Engine: vLLM 0.11.2..." line in its log
+                if em:
+                    a = b.start + b.text.find(em.group(0))
+                    self._code_models.setdefault(b.section_id, []).append(
+                        (b.start, None, a, a + len(em.group(0)), em.group(1) or em.group(2)))
                 m = _MODEL_ARG.search(b.text)
                 if m:
                     from scrapers.tools.common import model_from_path
 
                     name = model_from_path(m.group(1))
                     a = b.start + b.text.find(m.group(0))
-                    self._code_models.setdefault(b.section_id, []).append((b.start, name, a, a + len(m.group(0))))
+                    self._code_models.setdefault(b.section_id, []).append((b.start, name, a, a + len(m.group(0)), None))
         self._parents: dict[int, list[int]] = {}
         self._setup: dict[int, list[int]] = {}      # parent heading -> its "Settings"/"Setup" child headings
         stack: list[tuple[int, int]] = []
@@ -186,8 +192,12 @@ class Page:
                 body = body[:_MAX_SCOPE_TEXT // 2] + " " + body[-_MAX_SCOPE_TEXT // 2:]
             span = (h.start, blk.start) if h else (0, blk.start)
             cm = [c for c in self._code_models.get(hid, []) if c[0] < blk.start] or self._code_models.get(hid, [])
-            if cm:      # the model a command in this section serves (--model …/X-Q4_K_M.gguf): exact, so first
-                out.append(("MODEL_NAME=" + cm[-1][1], (cm[-1][2], cm[-1][3]), False))
+            models = [c for c in cm if c[1]]
+            if models:  # the model a command in this section serves (--model …/X-Q4_K_M.gguf): exact, so first
+                out.append(("MODEL_NAME=" + models[-1][1], (models[-1][2], models[-1][3]), False))
+            engines = [c for c in self._code_models.get(hid, []) if c[4]]
+            if engines:
+                out.append(("Engine: " + engines[-1][4], (engines[-1][2], engines[-1][3]), False))
             out.append(((h.text if h else "") + " . " + body, span, first))
             for sid2 in self._setup.get(hid, []):
                 # a "Settings" / "Setup" / "Environment" section states the setup of its later siblings

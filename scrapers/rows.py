@@ -12,7 +12,8 @@ import re
 from functools import lru_cache
 
 from scrapers import phrases
-from scrapers.columns import Column, classify, find_quant, split_engine, split_hardware, test_sizes
+from scrapers.columns import (ENGINE_RE, Column, classify, engine_at_commit, find_quant, split_engine, split_hardware,
+                              test_sizes)
 from scrapers.fields import FIELDS, ParsedEntry
 from scrapers.numbers import NUMBER_RE, parse_int, parse_number, parse_range, parse_rate, parse_tokens, read
 
@@ -101,8 +102,14 @@ class Builder:
             if t.lower() in _COMPUTE_BACKENDS:   # a compute backend of llama.cpp & co, not an engine
                 self.entry.extra.setdefault(label, t)
                 return
+            if norm(label) in ("backend", "backends") and not ENGINE_RE.search(t):
+                self.entry.extra.setdefault(label, t)   # "Backend: Triton" / "Container (kyuz0)": not an engine
+                return
             eng, ver = split_engine(t)
-            self.put("engine", eng, eng)
+            commit = engine_at_commit(t)
+            if commit:
+                self.put("engine_commit", commit, commit)
+            self.put("engine", eng, eng if eng in t else None)
             if ver:
                 self.put("engine_version", ver, ver)
         elif field == "engine_version":
