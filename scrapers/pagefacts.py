@@ -12,7 +12,12 @@ from scrapers.columns import ENGINE_RE, _NUM_WORDS, find_quant, split_engine
 
 _GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO\s*)?\d{4}\w*(?:\s+(?:Ti|Ada|Blackwell|Max-Q|"
         r"Workstation|Server|Edition))*|(?-i:[HBA])\d{2,3}(?:[A-Za-z]\w*)?(?!\d)(?:\s+(?:SXM\d?|PCIe|NVL|80GB|SXM))*|L40S?|L4|GB\d{3}|"
-        r"MI\d{3}X?|RX\s*\d{4}\s*\w*|M\d\s+(?:Max|Ultra|Pro)|Blackwell|Hopper)")
+        r"MI\d{3}X?|(?:Radeon\s+)?RX\s*\d{4}\s*\w*|M\d\s+(?:Max|Ultra|Pro)|"
+        r"Intel\s+Arc\s+(?:Pro\s+)?[AB]\d{2,3}|Arc\s+(?:Pro\s+)?[AB]\d{2,3}|Ryzen\s+AI\s+Max\+?\s*\d{3}|"
+        r"Radeon\s+\d{4}[SM]?(?:\s+Graphics)?|Tenstorrent\s+\w+|Raspberry\s+Pi\s+\d|Jetson\s+\w+(?:\s+\w+)?|"
+        r"Gaudi\s*\d|TPU\s*v\d\w*|Blackwell|Hopper)")
+# a table header that is a bare card number ("3090Ti", "4090", "4090D")
+BARE_CARD = re.compile(r"^(?:[1-5]0[5-9]0|[1-5]0[6-8]0)(?:\s?Ti|D|\s?Super)?$", re.I)
 _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(?P<hw>" + _GPU + r")"
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
 _MODEL = re.compile(r"\b(?!llama\.cpp|llama-bench|llama-server)((?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command[-\s]R\+?|Vicuna|Falcon|MPT|TinyLlama|CodeLlama|Mixtral|Yi|Phi|OLMo|Granite|Nemotron|InternLM|Baichuan|StarCoder)"

@@ -22,7 +22,7 @@ from scrapers import meaning
 from scrapers.blocks import Block, Cell, Table
 from scrapers.columns import ENGINE_RE, classify, split_engine
 from scrapers.meaning import Figure, cell_figure, concurrency_of, phase_of, says_tps, scope_of
-from scrapers.pagefacts import find_hardware
+from scrapers.pagefacts import BARE_CARD, find_hardware
 from scrapers.numbers import parse_range
 from scrapers.rows import Builder
 
@@ -119,6 +119,8 @@ def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
             b.put("engine", eng, em.group(0))
             if ver:
                 b.put("engine_version", ver, ver)
+    if "hardware" not in has and BARE_CARD.match(h):
+        b.put("hardware", h, h)           # "| 3090Ti | 4090 |": columns named after cards
     if "hardware" not in has:
         hw = find_hardware(h)
         if hw and hw[1]:
@@ -177,6 +179,7 @@ def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[i
         elif ctx_unit and numeric and j > 0:
             hh = h.strip()
             if (meaning.is_quantile(hh) or _CNUM.match(hh) or (_INT.match(hh) and first_conc) or find_hardware(hh)
+                    or BARE_CARD.match(hh)
                     or ENGINE_RE.search(hh) or phase_of(hh)):
                 out.append(j)
             elif (col is None or col.role == "extra" or col.field == "label") and hh and not _NOT_SPEED_HEADER.search(hh):
