@@ -25,7 +25,7 @@ def _c(p: str) -> re.Pattern:
 
 
 _STEADY = _c(r"steady[\s-]*state[^0-9~≈]{0,24}?(?P<a>~|≈)?\s*(?P<lo>" + _N + r")(?:\s*(?:-|–|—|to)\s*~?(?P<hi>"
-             + _N + r"))?(?![\d.]*(?:\s*(?:-|–|—|to)\s*~?[\d.]+)?\s*(?:times|x\b|×|fold))(?:\s*(?:tok(?:en)?s?/s(?:ec)?|t/s|tps|tokens?\s+per\s+second))?")
+             + _N + r"))?(?![\d.]*(?:\s*(?:-|–|—|to)\s*~?[\d.]+)?\s*(?:times|x\b|×|fold))(?:\s*(?:tok(?:en)?s?/s(?:ec(?:ond)?)?|t/s|tps|tokens?\s+per\s+second))?")
 _ACC_COUNTS = _c(r"accept(?:ance|ed)?\s*(?:rate)?\s*[=:]?\s*(?P<r>" + _N + r")\s*%?\s*\(\s*(?P<a>\d+)\s*accepted\s*/\s*"
                  r"(?P<d>\d+)\s*(?:generated|drafted|proposed)\s*\)")
 _ACC_RATIO = _c(r"accept(?:ance|ed)?(?:\s*rate)?\s*[=:]?\s*(?P<k>\d+)\s*/\s*(?P<r>[01](?:\.\d+)?)(?![\d/])")

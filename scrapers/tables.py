@@ -35,8 +35,8 @@ _NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gi
                                r"top[-_ ]?[pk]|min|p-min|max|ratio|%|watt|power|time|latency|ms$|sec|duration")
 _CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
 _SIZE = re.compile(r"^\d+(?:\.\d+)?\s?[BM]$")
-_TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?\s+per\s+second)\b", re.I)
-_GENERIC_TPS_HEADER = re.compile(r"^(?:(?:avg|average|mean)\s+)?(?:tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tps|throughput|"
+_TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second)\b", re.I)
+_GENERIC_TPS_HEADER = re.compile(r"^(?:(?:avg|average|mean)\s+)?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tps|throughput|"
                                  r"speed|tokens?\s+per\s+second)(?:\s*\(.*\))?$", re.I)
 
 
