@@ -60,7 +60,7 @@ def test_id_returns_original_status_headers_bytes_with_memento_and_sandbox(clien
     r = client.get(f"/web/20260101000000000id_/{URL}/gone")
     assert r.status_code == 404
     assert r.content == b"gone\x00\xff"
-    assert r.headers["x-origin"] == "yes"
+    assert r.headers["x-archive-orig-x-origin"] == "yes" and "x-origin" not in r.headers  # allow-list: renamed
     assert "set-cookie" not in r.headers and r.headers["x-archive-orig-set-cookie"] == "sid=1"
     assert r.headers["content-security-policy"].startswith("sandbox")
     assert "allow-scripts" not in r.headers["content-security-policy"]

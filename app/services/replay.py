@@ -8,7 +8,9 @@ capture's exact 17-digit URL, never by a 200 with a different capture.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
+from urllib.parse import urljoin, urlsplit
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -20,15 +22,23 @@ from app.services.snapshots import StoredResponse, load_record
 from archive import memento
 from archive.surt import surt
 
-# Archived response headers that must not act on our origin: renamed to ``X-Archive-Orig-<name>``.
+# Archived response headers are inert on our origin: only these pass through as they were archived
+# (they describe the bytes, and act on nothing); every other header is renamed ``X-Archive-Orig-<name>``,
+# so a header no list foresaw (Speculation-Rules, WWW-Authenticate, Report-To, NEL, Link, Refresh, ...)
+# can never make a browser act on Caveat's origin.
+PASSED = {"content-type", "content-encoding", "content-language", "last-modified", "etag"}
+# Kept for readers of the old name: what the allow-list renames whatever else an archive holds.
 SHADOWED = {
     "set-cookie", "set-cookie2", "content-security-policy", "content-security-policy-report-only",
     "strict-transport-security", "public-key-pins", "clear-site-data", "transfer-encoding", "connection",
     "keep-alive", "content-length", "date", "server", "alt-svc", "refresh", "link",
     "access-control-allow-origin", "access-control-allow-credentials", "x-frame-options",
     "cross-origin-opener-policy", "cross-origin-embedder-policy", "cross-origin-resource-policy",
-    "service-worker-allowed", "upgrade", "trailer", "proxy-authenticate",
+    "service-worker-allowed", "upgrade", "trailer", "proxy-authenticate", "speculation-rules",
+    "www-authenticate", "report-to", "nel", "reporting-endpoints", "permissions-policy",
+    "origin-agent-cluster", "accept-ch", "location",
 }
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 # Archived documents run with no scripts, in an opaque origin, and may not fetch anything but our own
 # pages: the sandbox has no allow-scripts and no allow-same-origin.
 CSP_SANDBOX = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " \
@@ -151,23 +161,55 @@ def _dechunk(data: bytes) -> bytes | None:
         pos = end + 2 + size + 2
 
 
-def raw_parts(stored: StoredResponse) -> tuple[int, list[tuple[str, str]], bytes]:
-    """Status, header list and body for an ``id_`` response: the original ones, with headers that
-    would act on our origin renamed ``X-Archive-Orig-*`` and the body length stated."""
+def raw_parts(stored: StoredResponse, *, url: str = "", replay_url=None) -> tuple[int, list[tuple[str, str]], bytes]:
+    """Status, header list and body for an ``id_`` response: the archived bytes, made inert on our origin.
+
+    Only the headers in ``PASSED`` keep their names; every other one becomes ``X-Archive-Orig-<name>``
+    (a name that is not an HTTP token is cleaned first). Statuses that would act are replaced, with the
+    archived one in ``X-Archive-Orig-Status``: 401/407 (a credentials prompt for our origin) and 1xx or
+    out-of-range codes (which the server cannot send) become a 200; a redirect becomes a 302 to the
+    replay of its target on Caveat (``replay_url(target)``) when the target is an http(s) URL, else a
+    200 page naming it. Never an off-site redirect."""
     body = stored.raw_body
     headers: list[tuple[str, str]] = []
     chunked = False
+    location = None
     for k, v in stored.headers:
         low = k.lower()
+        v = str(v).replace("\r", " ").replace("\n", " ")
         if low == "transfer-encoding" and "chunked" in v.lower():
             chunked = True
-        if low in SHADOWED:
-            headers.append((f"X-Archive-Orig-{k}", v))
-        else:
+        if low == "location":
+            location = v.strip()
+        if low in PASSED:
             headers.append((k, v))
+        else:
+            name = k if _TOKEN.match(k or "") else re.sub(r"[^!#$%&'*+.^_`|~0-9A-Za-z-]", "_", k or "") or "unnamed"
+            headers.append((f"X-Archive-Orig-{name}", v))
     if chunked:  # some tools store the chunked transfer coding in the payload
         body = _dechunk(body) or body
-    status = stored.status if stored.status and 100 <= stored.status <= 599 else 200
+    archived = stored.status
+    status = archived if archived and 200 <= archived <= 599 else 200
+    note = None
+    if status in (401, 407):
+        status = 200
+        note = (f"The archived response was HTTP {archived}, a request for credentials; it is shown as a page "
+                "here so it cannot ask for credentials on this site.")
+    elif archived is not None and not 200 <= archived <= 599:
+        note = f"The archived response had status {archived}, which cannot be replayed; its bytes are shown."
+    elif 300 <= status < 400 and location is not None:
+        target = urljoin(url, location)
+        if urlsplit(target).scheme in ("http", "https") and replay_url is not None:
+            headers.append(("Location", replay_url(target)))
+        else:
+            status = 200
+            note = f"The archived response was a redirect (HTTP {archived}) to {location!r}, which is not replayed."
+    if note is not None:
+        headers = [h for h in headers if h[0].lower() not in ("content-type", "content-encoding")]
+        headers += [("Content-Type", "text/plain; charset=utf-8"), ("X-Archive-Orig-Status", str(archived))]
+        body = (note + "\n").encode("utf-8")
+    elif status != archived:
+        headers.append(("X-Archive-Orig-Status", str(archived)))
     return status, headers, body
 
 

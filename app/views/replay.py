@@ -47,7 +47,8 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     mheaders = replay.memento_headers(settings, snap, modifier)
     if modifier == "id_":
         stored = replay.fetch(settings, session, snap, decode=False)
-        status, headers, body = replay.raw_parts(stored)
+        status, headers, body = replay.raw_parts(
+            stored, url=snap.url, replay_url=lambda target: f"{settings.base_url}/web/{snap.timestamp}id_/{target}")
         resp = Response(content=body, status_code=status)
         resp.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1", "replace")) for k, v in headers]
         resp.raw_headers.append((b"content-length", str(len(body)).encode()))
