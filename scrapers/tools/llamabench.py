@@ -98,6 +98,22 @@ def record_draft(rec: dict, text: str = "", start: int = 0):
     return d
 
 
+def _align(head: list[str], row) -> tuple[dict, dict]:
+    """Map a CSV row to the header; a row of an older schema (fewer or more columns) is aligned from the
+    left for its first half and from the right for the rest, where llama-bench keeps n_prompt..avg_ts."""
+    n, m = len(head), len(row)
+    if n == m:
+        return {h: row[i].value for i, h in enumerate(head)}, {h: i for i, h in enumerate(head)}
+    k = min(n, m) // 2
+    rec, where = {}, {}
+    for i in range(m):
+        j = i if i < k else n - m + i
+        if 0 <= j < n:
+            rec[head[j]] = row[i].value
+            where[head[j]] = i
+    return rec, where
+
+
 def read_json(doc, text):
     items = doc if isinstance(doc, list) else [doc]
     recs = [x for x in items if is_record(x)]
@@ -121,11 +137,11 @@ def read_table(blk, text):
     if "avg_ts" in head and ("n_prompt" in head or "n_gen" in head):
         out = []
         for row in tbl.rows:
-            rec = {h: (row[i].value if i < len(row) else "") for i, h in enumerate(head)}
+            rec, where = _align(head, row)
             d = record_draft(rec)
             if d:
-                i = head.index("avg_ts")
-                if i < len(row):
+                i = where.get("avg_ts")
+                if i is not None and i < len(row):
                     c = row[i]
                     d.builder.entry.quotes["headline_tps"] = c.text
                     d.spans = [(c.start, c.end)]
