@@ -29,6 +29,21 @@ _TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|s
 _CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
 
 
+def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
+    """When a sentence names several models ("2.5 tok/sec for Llama2-7b and 5 tok/sec for RedPajama-3b"),
+    the one nearest the figure, preferring "for <model>" right after it."""
+    from scrapers.pagefacts import _MODEL, find_model
+
+    sent = chunk[a:b]
+    found = [(m.start() + a, m.group(1).rstrip(".,;:")) for m in _MODEL.finditer(sent)]
+    if len(found) < 2:
+        return None
+    after = re.match(r"\s*(?:for|with|on|using|running)\s+", chunk[end:end + 20])
+    best = min(found, key=lambda x: abs(x[0] - at) - (1000 if after and x[0] >= end else 0))
+    name = best[1]
+    return find_model(name) or name
+
+
 def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | None = None) -> list[Draft]:
     """Drafts for the tok/s figures of ``blk``; figures passed over are counted in ``seen`` with why."""
     out: list[Draft] = []
@@ -91,6 +106,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
                 c = concurrency_of(sentence)
                 if c:
                     b.put("concurrency", c[0], c[1])
+            near = _nearest_model(chunk, sent_a, sent_b, off, m.end())
+            if near:
+                b.put("model", near, near)     # the model named nearest the figure in its sentence
             if m.group("approx") and re.match(r"(?i)up\s+to", m.group("approx")):
                 b.entry.extra["peak"] = True
             for f in ("steady_low", "steady_high"):      # the paragraph's stated steady state is its run's
