@@ -110,7 +110,8 @@ def _merge_classic(text: str, kind: str, result: ParseResult, is_html: bool = Fa
         v = o.fields.get("headline_tps")
         if v is None:
             row = _squash(o.context)
-            if o.fields and not any(_squash(e.context) == row for e in result.entries):
+            no_tps_table = any("no tok/s column" in w for w in o.warnings)
+            if o.fields and not no_tps_table and not any(_squash(e.context) == row for e in result.entries):
                 classify_entry(o)
                 pin(o, text, [])
                 result.entries.append(o)

@@ -191,7 +191,21 @@ def _restates(v: float, exact: float) -> bool:
     219.95)."""
     if round(exact, 3) == v:
         return True
-    return float(v).is_integer() and exact >= 10 and (int(exact) == v or round(exact) == v)
+    if exact <= 0 or abs(v - exact) / exact > 0.02:
+        return False
+    # v is exact at a coarser precision: 219 or 220 for 219.95, 3,800 for 3,803, 8 for 8.13
+    for k in (2, 1, 0, -1, -2, -3):
+        q = 10.0 ** -k
+        if abs(round(exact / q) * q - v) < 1e-9 or abs(int(exact / q) * q - v) < 1e-9:
+            return _sig(v) < _sig(exact)
+    return False
+
+
+def _sig(x: float) -> int:
+    """Significant digits as written: 3800 -> 2, 3803 -> 4, 8.13 -> 3, 219.95 -> 5."""
+    t = f"{x:.10f}".rstrip("0").rstrip(".").replace("-", "")
+    digits = t.replace(".", "").lstrip("0")
+    return len(digits.rstrip("0")) if "." not in t else len(digits)
 
 
 def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[ParsedEntry]:
