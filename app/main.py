@@ -65,6 +65,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     app.state.db = db
     templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
     templates.env.globals["version"] = __version__
+    from app.views.rendering import weblink
+
+    templates.env.filters["weblink"] = weblink  # every template may render an archived URL
     app.state.templates = templates
 
     @app.exception_handler(CaveatError)
@@ -97,6 +100,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app.api.quotable import install as install_quotable_fast_path
 
     install_quotable_fast_path(app)  # serves cached quotable answers before routing (bench/quotable.py)
+    from app.security import SecurityHeaders
+
+    app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too
     return app
 
 

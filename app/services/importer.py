@@ -93,6 +93,11 @@ class _Importer:
         rid = rec.header("WARC-Record-ID") or ""
         url = (rec.header("WARC-Target-URI") or "").strip().strip("<>")  # wget writes <uri>
         ts = warc_date_to_ts(rec.header("WARC-Date"))
+        scheme = url.split(":", 1)[0].lower() if ":" in url else ""
+        if url and scheme not in ("http", "https"):
+            report.problems.append(f"{item.describe()}: target URI {url[:80]!r} is not an http(s) URL; not imported "
+                                   "(an archived javascript:, data: or file: address could act when shown as a link)")
+            return
         if not url or ts is None or rec.http_status is None:
             report.problems.append(f"{item.describe()}: lacks a target URI, a valid WARC-Date or an HTTP status "
                                    "line; not imported")

@@ -147,6 +147,10 @@ class Reindexer:
         rid = found.header("WARC-Record-ID") or ""
         url = (found.header("WARC-Target-URI") or "").strip().strip("<>")
         ts = warc_date_to_ts(found.header("WARC-Date"))
+        if url and url.split(":", 1)[0].lower() not in ("http", "https"):
+            result.problems.append(f"offset {found.offset:,}: target URI {url[:80]!r} is not an http(s) URL; "
+                                   "not indexed")
+            return None
         if not rid or not url or ts is None or found.http_status is None:
             result.problems.append(f"offset {found.offset:,}: {found.warc_type} record lacks a record id, target URI, "
                                    "valid WARC-Date or HTTP status line; not indexed")

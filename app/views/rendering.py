@@ -34,6 +34,18 @@ def fmt_ratio(value) -> str:
     return "–" if value is None else f"{value:.2f}×"
 
 
+def weblink(url: str | None) -> str:
+    """``url`` when it may be a link (http or https with a host), else "": a URL read from an archive
+    (``javascript:``, ``data:``, ``file:``, ...) is shown as text, never put in an ``href``."""
+    if not url or any(c in url for c in "\r\n\t\x00"):
+        return ""
+    try:
+        parts = urlsplit(url.strip())
+    except ValueError:
+        return ""
+    return url.strip() if parts.scheme.lower() in ("http", "https") and parts.netloc else ""
+
+
 def make_local(base_url: str):
     """Citation URLs are stored absolute (``settings.base_url`` at audit time); on our own pages link our
     citation and replay paths same-origin, whatever origin they were minted under."""
@@ -58,6 +70,7 @@ def _install_filters(request: Request) -> None:
     env.filters["tps"] = fmt_num
     env.filters["ratio"] = fmt_ratio
     env.filters["local"] = make_local(request.app.state.settings.base_url)
+    env.filters["weblink"] = weblink
 
 
 def split_json(ref: str) -> tuple[str, bool]:

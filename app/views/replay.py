@@ -17,7 +17,8 @@ from archive import memento
 router = APIRouter()
 _SPEC = re.compile(r"^(\d{1,17})(id_)?$")
 # The wrapper page is ours: no scripts at all, frames only from our origin (the sandboxed memento).
-WRAPPER_CSP = "default-src 'self'; script-src 'none'; frame-src 'self'; object-src 'none'; base-uri 'none'"
+WRAPPER_CSP = ("default-src 'self'; script-src 'none'; frame-src 'self'; object-src 'none'; base-uri 'none'; "
+               "frame-ancestors 'none'")
 
 
 def _target(request: Request, url: str) -> str:
