@@ -22,7 +22,8 @@ _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
 _MODEL = re.compile(r"\b(?!llama\.cpp|llama-bench|llama-server)((?:(?-i:[A-Z][A-Za-z0-9]+)(?:[-.][A-Za-z0-9]+)*[-_]\d+(?:\.\d+)?"
                     r"(?-i:[BM])?(?:x\d+(?:\.\d+)?)?[bBmM](?![\w])(?:-[\w.]+)*)|(?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command[-\s]R\+?|Vicuna|Falcon|MPT|TinyLlama|CodeLlama|Mixtral|Yi|Phi|OLMo|Granite|Nemotron|InternLM|Baichuan|StarCoder)"
-                    r"[-\s]?[\w.]*(?:-[\w.]+)*(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*)", re.I)
+                    r"(?:-[\w.]+|\s(?=[\w.]*\d)[\w.]+|[\w.]*)(?:-[\w.]+)*(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*)",
+                    re.I)   # after a space only a token with a digit continues the name ("Llama 3", not "Llama before")
 
 
 def find_hardware(text: str) -> tuple[int | None, str, str] | None:
@@ -43,6 +44,17 @@ _HEADING_MODEL = re.compile(r"^\s*([A-Z][\w.-]*(?:\s+[\w.-]+){0,3}?\s+\d+(?:\.\d
                             r"(?:GGUF|GPTQ|AWQ|EXL[23]|MLX|I?Q\d)", re.I)
 _IDENT = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
 _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
+
+
+def models_in(text: str) -> list[tuple[int, str]]:
+    """(offset, name) of every model named in ``text`` (file names, paths and identifiers left out)."""
+    out = []
+    for m in _MODEL.finditer(text):
+        name = m.group(1).rstrip(".,;:")
+        if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_", ".") or _IDENT.match(name):
+            continue
+        out.append((m.start(), name))
+    return out
 
 
 def find_model(text: str) -> str | None:
