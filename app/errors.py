@@ -35,6 +35,10 @@ class Conflict(CaveatError):
     status = 409
 
 
+class UnsupportedMediaType(CaveatError):
+    status = 415
+
+
 class NotMigrated(CaveatError):
     status = 503
 

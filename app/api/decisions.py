@@ -1,8 +1,9 @@
 """Reviewer decisions and measurements (authenticated): `POST /api/flags/{id}/decision`,
 `GET /api/decisions`, `POST /api/measurements`, `GET /api/recipes/{recipe_id}/measurements`.
 
-Programs authenticate with `Authorization: Bearer <token>` and send JSON. The reviewer UI may post
-an HTML form with the session cookie; such a post must carry the form's `csrf_token`.
+Programs authenticate with `Authorization: Bearer <token>` and send JSON (`application/json` only).
+A request authenticated by the session cookie must carry its CSRF token whatever its content type: the
+form's `csrf_token` field, or the `X-CSRF-Token` header for JSON.
 """
 
 from __future__ import annotations
@@ -40,11 +41,13 @@ class MeasurementBody(BaseModel):
 
 
 async def _body(request: Request) -> tuple[dict, bool]:
-    """The request's fields and whether they came from a form."""
-    ctype = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if ctype in ("application/x-www-form-urlencoded", "multipart/form-data"):
+    """The request's fields and whether they came from a form; any other body must be
+    ``application/json`` (a ``text/plain`` post is refused, whatever it holds)."""
+    ctype = auth.media_type(request)
+    if ctype in auth.FORM_TYPES:
         form = await request.form()
         return {k: v for k, v in form.items() if isinstance(v, str)}, True
+    auth.require_json(request)
     raw = await request.body()
     try:
         data = json.loads(raw or b"{}")
@@ -59,8 +62,7 @@ async def _body(request: Request) -> tuple[dict, bool]:
 async def flag_decision(flag_id: int, request: Request, user: User = Depends(auth.require_user),
                         session: Session = Depends(get_session)):
     data, is_form = await _body(request)
-    if is_form and auth.is_cookie_auth(request):
-        auth.check_csrf(request, data.get("csrf_token"))
+    auth.check_write(request, data.get("csrf_token") if is_form else None)
     try:
         body = DecisionBody(**{k: data.get(k) for k in ("action", "note") if data.get(k) is not None})
     except Exception:
@@ -82,7 +84,7 @@ def decision_log(entry_id: int | None = Query(None), flag_id: int | None = Query
 
 
 @router.post("/api/measurements", status_code=201)
-def add_measurement(body: MeasurementBody, request: Request, user: User = Depends(auth.require_user),
+def add_measurement(body: MeasurementBody, request: Request, user: User = Depends(auth.require_writer),
                     session: Session = Depends(get_session)) -> dict:
     m = measurements.record(session, request.app.state.settings, user, **body.model_dump())
     return {"ok": True, "measurement": m}

@@ -18,7 +18,7 @@ class TokenBody(BaseModel):
 
 
 @router.post("/api/tokens", status_code=201)
-def create_token(body: TokenBody, user: User = Depends(auth.require_user),
+def create_token(body: TokenBody, user: User = Depends(auth.require_writer),
                  session: Session = Depends(get_session)) -> dict:
     token = auth.create_token(session, user.username, body.name)
     return {"ok": True, "name": body.name, "token": token, "note": "Shown once; only its hash is stored."}

@@ -26,7 +26,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized
+from app.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized, UnsupportedMediaType
 from app.main import get_session
 from app.models import ApiToken, User, utcnow
 
@@ -270,3 +270,34 @@ def require_user(user: User | None = Depends(current_user)) -> User:
 
 def is_cookie_auth(request: Request) -> bool:
     return getattr(request.state, "auth_method", None) == "cookie"
+
+
+CSRF_HEADER = "x-csrf-token"
+JSON_TYPES = ("application/json",)
+FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
+
+
+def media_type(request: Request) -> str:
+    return request.headers.get("content-type", "").split(";")[0].strip().lower()
+
+
+def check_write(request: Request, form_token: str | None = None) -> None:
+    """The one CSRF rule of every state-changing route: a cookie-authenticated request must carry the
+    CSRF token of its session (the form's ``csrf_token`` field or the ``X-CSRF-Token`` header) whatever
+    its content type; a bearer-token request carries no ambient credential and needs none."""
+    if is_cookie_auth(request):
+        check_csrf(request, form_token or request.headers.get(CSRF_HEADER))
+
+
+def require_json(request: Request) -> None:
+    """JSON bodies only as ``application/json`` (a ``text/plain`` form post can then never pass for one)."""
+    if media_type(request) not in JSON_TYPES:
+        raise UnsupportedMediaType(f"Send the body as JSON with 'Content-Type: application/json' (got "
+                                   f"{media_type(request) or 'no content type'!r}).")
+
+
+def require_writer(request: Request, user: User = Depends(require_user)) -> User:
+    """For JSON write routes: a signed-in user, a JSON body, and the CSRF rule of ``check_write``."""
+    require_json(request)
+    check_write(request)
+    return user
