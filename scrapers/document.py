@@ -17,6 +17,7 @@ from scrapers.fields import ParseResult
 
 MAX_CHARS = 4_000_000        # a document is read up to here (its snapshot keeps every byte)
 CLASSIC_MAX_CHARS = 60_000
+HTML_TEXT_MAX_CHARS = 400_000    # an HTML page's prose and <pre> blocks are read too, up to here
 
 
 def read(text: str, *, kind: str, content_type: str | None, result: ParseResult, raw: bytes | None = None) -> ParseResult:
@@ -41,6 +42,14 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
         for e in result.entries:
             classify_entry(e)
         pin_in_order(result.entries, text)
+        if result.entries and len(text) <= HTML_TEXT_MAX_CHARS:
+            # the tables were read; the page's <pre> blocks and prose may hold more (pasted tool output)
+            from scrapers.htmltext import read_html_text
+            from scrapers.pipeline import merge_prose
+
+            rest = read_html_text(text, ParseResult(kind="html"), tables=False)
+            result.entries = merge_prose(result.entries, rest.entries)
+            result.warnings += [w for w in rest.warnings if w not in result.warnings]
         if not result.entries:
             from scrapers.htmltext import read_html_text
 

@@ -11,7 +11,7 @@ from scrapers.fields import ParseResult
 _BLOCKS = {"p", "li", "blockquote", "dd", "dt", "figcaption", "caption", "div"}
 
 
-def html_to_text(html: str) -> tuple[str, str]:
+def html_to_text(html: str, tables: bool = True, prose: bool = True) -> tuple[str, str]:
     import lxml.html
 
     try:
@@ -29,7 +29,7 @@ def html_to_text(html: str) -> tuple[str, str]:
             out.append("#" * int(tag[1]) + " " + " ".join(el.text_content().split()))
         elif tag == "pre":
             out.append("```\n" + el.text_content().strip("\n") + "\n```")
-        elif tag == "table" and not el.xpath("ancestor::table"):
+        elif tag == "table" and not el.xpath("ancestor::table") and tables:
             rows = el.xpath(".//tr")
             lines = []
             for i, tr in enumerate(rows):
@@ -38,7 +38,7 @@ def html_to_text(html: str) -> tuple[str, str]:
                 if i == 0:
                     lines.append("|" + " --- |" * len(cells))
             out.append("\n".join(lines))
-        elif tag in _BLOCKS and not el.xpath("ancestor::pre|ancestor::table|ancestor::p|ancestor::li"):
+        elif prose and tag in _BLOCKS and not el.xpath("ancestor::pre|ancestor::table|ancestor::p|ancestor::li"):
             if tag == "div" and el.xpath(".//p|.//li|.//pre|.//table|.//div|.//h1|.//h2|.//h3"):
                 continue
             t = " ".join(el.text_content().split())
@@ -49,15 +49,20 @@ def html_to_text(html: str) -> tuple[str, str]:
     return title, "\n\n".join(out)
 
 
-def read_html_text(html: str, result: ParseResult) -> ParseResult:
+def read_html_text(html: str, result: ParseResult, tables: bool = True) -> ParseResult:
+    """The text pipeline on the page's text; ``tables=False`` reads only the headings and ``<pre>`` blocks
+    (pasted tool output) of a page whose tables were already read."""
     from scrapers import pipeline
     from scrapers.selectors import pin
 
-    _title, text = html_to_text(html)
+    _title, text = html_to_text(html, tables=tables, prose=tables)
     if not text.strip():
-        result.warnings.append("the HTML page has no readable text; nothing parsed")
+        if tables:
+            result.warnings.append("the HTML page has no readable text; nothing parsed")
         return result
     sub = pipeline.read_document(text, ParseResult(kind="html"))
+    if not tables:
+        sub.warnings = [w for w in sub.warnings if not w.startswith("nothing parsed")]
     for e in sub.entries:
         e.selectors.clear()
         pin(e, html, [])

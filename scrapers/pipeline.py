@@ -215,8 +215,12 @@ def merge_prose(kept: list[ParsedEntry], prose: list[ParsedEntry]) -> list[Parse
     added: list[ParsedEntry] = []
     for e in prose:
         f = e.fields
+        if f.get("headline_tps") is None:
+            out.append(e)
+            continue
         v = round(float(f["headline_tps"]), 3)
-        same = [k for k in out if _restates(v, float(k.fields["headline_tps"]))
+        same = [k for k in out if k.fields.get("headline_tps") is not None
+                and _restates(v, float(k.fields["headline_tps"]))
                 and k.fields.get("phase") == f.get("phase")
                 and all(k.fields.get(x) is None or x not in getattr(e, "_stated", {x})
                         or k.fields.get(x) == f.get(x) for x in ("scope", "concurrency"))]
