@@ -31,8 +31,8 @@ FIELDS_SCORED = ("hardware", "engine", "scope", "concurrency", "draft_tokens", "
 # Gate: the issue's target is 0.95 for both; the assert sits at what the code honestly reaches today
 # (docs/parsers.md states the target and the measured figures side by side).
 TARGET = 0.95
-GATE_PRECISION = 0.90      # measured 0.96 on 48 pages (docs/parsers.md); margin for pages labelled later
-GATE_RECALL = 0.85         # measured 0.89
+GATE_PRECISION = 0.90      # measured 0.97 on 48 pages (docs/parsers.md); margin for pages labelled later
+GATE_RECALL = 0.85         # measured 0.92
 
 
 def committed_labels() -> list[Path]:
