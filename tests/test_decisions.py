@@ -152,3 +152,37 @@ def test_audit_log_is_append_only_in_the_database(backend_db):
     with backend_db.session() as s:
         kept = s.scalars(select(Decision)).all()
         assert [(d.action, d.note) for d in kept] == [("dismiss", "seen on the page")]
+
+
+def test_audit_log_cannot_be_replaced_or_truncated(backend_db):
+    """SQLite's INSERT OR REPLACE (which fires no delete trigger) and PostgreSQL's TRUNCATE are refused too
+    (migration 20261201_0004), and so is an upsert that would update a decision."""
+    from sqlalchemy import text
+    from sqlalchemy.exc import DBAPIError
+
+    _seed(backend_db)
+    with backend_db.session() as s:
+        user = auth.get_user(s, "rev")
+        flag = _flag(s, "full_acceptance")
+        decisions.decide(s, user, flag.id, "dismiss", "seen on the page", settings=backend_db.settings)
+    with backend_db.Session() as s:
+        d = s.scalars(select(Decision)).one()
+        cols = [c.key for c in Decision.__table__.columns]
+        row = {c: getattr(d, c) for c in cols}
+    row["note"] = "rewritten"
+    names = ", ".join(cols)
+    params = ", ".join(f":{c}" for c in cols)
+    if backend_db.engine.dialect.name == "sqlite":
+        statements = [f"INSERT OR REPLACE INTO decisions ({names}) VALUES ({params})",
+                      f"REPLACE INTO decisions ({names}) VALUES ({params})",
+                      f"INSERT INTO decisions ({names}) VALUES ({params}) ON CONFLICT(id) DO UPDATE SET note = 'x'"]
+    else:
+        statements = ["TRUNCATE decisions CASCADE",
+                      f"INSERT INTO decisions ({names}) VALUES ({params}) ON CONFLICT (id) DO UPDATE SET note = 'x'"]
+    for stmt in statements:
+        with pytest.raises(DBAPIError, match="append-only"):
+            with backend_db.engine.begin() as conn:
+                conn.execute(text(stmt), row)
+    with backend_db.session() as s:
+        kept = s.scalars(select(Decision)).all()
+        assert [(d.action, d.note) for d in kept] == [("dismiss", "seen on the page")]
