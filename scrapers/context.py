@@ -49,6 +49,19 @@ _KV_FIELDS = {"model": "model", "hardware": "hardware", "gpu": "hardware", "gpus
               "quantization": "quantization", "quant": "quantization"}
 
 
+@lru_cache(maxsize=1024)
+def kv_facts(text: str) -> tuple:
+    """Only the ``Model: X`` / ``GPU: Y`` / ``--model Z`` lines of a log or config (code block) text."""
+    full = facts(text)
+    keep = {m.group(1).lower() for m in _KV.finditer(text[:_MAX_SCOPE_TEXT])}
+    fields = {_KV_FIELDS[k] for k in keep} | ({"model"} if _MODEL_ARG.search(text[:_MAX_SCOPE_TEXT]) else set())
+    if "hardware" in fields:
+        fields.add("gpu_count")
+    if "engine" in fields:
+        fields.add("engine_version")
+    return tuple(x for x in full if x[0] in fields)
+
+
 @lru_cache(maxsize=4096)
 def facts(text: str, narrow: bool = False) -> tuple:
     """``((field, value, quote), ...)`` stated in ``text`` (cached: the same section serves many rows)."""
@@ -228,6 +241,11 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
     scopes = page.scopes(draft.block)
     if outer is not None and outer is not draft.block and outer.caption:
         scopes.insert(0, (outer.caption, (outer.caption_start, outer.start), True))
+    if outer is not None and outer.kind == "code":
+        # the log's own "Model: X" / "--model Y" lines, before anything around it
+        for f, v, q in kv_facts(outer.text):
+            if f not in blocked:
+                b.put(f, v, q)
     for text, span, narrow in scopes:
         if cancels(text.split(" . ", 1)[0] if not narrow else text) and not any(f in e.fields for f in SPEC_FIELDS):
             blocked.update(SPEC_FIELDS)

@@ -17,7 +17,7 @@ from scrapers import context, tools
 from scrapers.blocks import Block
 from scrapers.fields import ParsedEntry, ParseResult
 from scrapers.meaning import numbers_in, says_tps
-from scrapers.prose import read_prose
+from scrapers.prose import read_kv_lines, read_prose
 from scrapers.segment import segment
 from scrapers.selectors import pin
 from scrapers.tables import Draft, read_table
@@ -83,6 +83,12 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                 for d in found:
                     d.block = d.block or sub
                 drafts += [(d, blk) for d in found]
+                for r in _unclaimed(sub, claimed):
+                    kv, kv_claimed = read_kv_lines(r)
+                    for d in kv:
+                        d.block = sub
+                    drafts += [(d, blk) for d in kv]
+                    claimed += kv_claimed
                 rest = _unclaimed(sub, claimed)
                 for r in rest:
                     for d in read_prose(text, r, context_text=_heading(sub) + " " + sub.caption, seen=seen):

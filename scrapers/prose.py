@@ -26,22 +26,64 @@ _DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvem
                           r"better|worse|difference)\b", re.I)
 _TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|should\s+(?:reach|get)|want|"
                      r"would\s+(?:reach|get)|could\s+reach|theoretical|max(?:imum)?\s+possible)\b[^.]{0,40}$", re.I)
+_LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+")
 _CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
 
 
 def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
     """When a sentence names several models ("2.5 tok/sec for Llama2-7b and 5 tok/sec for RedPajama-3b"),
     the one nearest the figure, preferring "for <model>" right after it."""
-    from scrapers.pagefacts import _MODEL, find_model
+    from scrapers.pagefacts import find_model, models_in
 
-    sent = chunk[a:b]
-    found = [(m.start() + a, m.group(1).rstrip(".,;:")) for m in _MODEL.finditer(sent)]
+    sent = _LINKS.sub(lambda m: " " * len(m.group(0)), chunk[a:b])
+    found = [(i + a, name) for i, name in models_in(sent)]
     if len(found) < 2:
         return None
     after = re.match(r"\s*(?:for|with|on|using|running)\s+", chunk[end:end + 20])
     best = min(found, key=lambda x: abs(x[0] - at) - (1000 if after and x[0] >= end else 0))
     name = best[1]
     return find_model(name) or name
+
+
+_KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+"
+                     r"second|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
+                     r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
+
+
+def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft], list[tuple[int, int]]]:
+    """``Decode speed (tok/s): 45.2`` / ``Throughput: 1,234 tok/s``: a label naming a speed, then the
+    figure (the output of tools nobody here has a module for). Labels that name latencies, requests per
+    second, speed-ups or percentages are not speeds."""
+    from scrapers.meaning import not_tps
+
+    out, claimed = [], []
+    chunk, a0 = blk.text, blk.start
+    if ":" not in chunk and "=" not in chunk:
+        return out, claimed
+    for m in _KV_TPS.finditer(chunk):
+        k = m.group("k").strip()
+        if not_tps(k) or re.search(r"(?i)\brequest", k):
+            continue
+        v = to_float(m.group("v"))
+        if v is None or v <= 0:
+            continue
+        lit = m.group("v")
+        b = Builder(context=m.group(0).strip())
+        b.put("headline_tps", v, lit)
+        b.put("headline_label", k, None)
+        ph = phase_of(k)
+        if ph:
+            b.put("phase", ph, None)
+        sc = scope_of(k)
+        if sc:
+            b.put("scope", sc, None)
+        c = concurrency_of(k)
+        if c:
+            b.put("concurrency", c[0], c[1])
+        span = (a0 + m.start("v"), a0 + m.end("v"))
+        out.append(Draft(b, [span, (a0 + m.start(), a0 + m.end())], m.group(0), "prose"))
+        claimed.append((a0 + m.start(), a0 + m.end()))
+    return out, claimed
 
 
 def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | None = None) -> list[Draft]:

@@ -208,3 +208,15 @@ def test_saved_json_in_a_code_block_is_read_by_its_tool():
     for e in r.entries:
         sel = e.selectors["headline_tps"]
         assert r.text[sel["start"]:sel["end"]] == e.quotes["headline_tps"]
+
+
+def test_ollama_verbose_and_unknown_key_value_output():
+    text = ("Running llama3.1:8b on my M2 Max with ollama run --verbose:\n\n```\nprompt eval count:    26 token(s)\n"
+            "prompt eval duration: 123ms\nprompt eval rate:     211.38 tokens/s\neval count:           298 token(s)\n"
+            "eval duration:        5.123s\neval rate:            58.17 tokens/s\n```\n\n```\nModel: Llama-3.1-8B\n"
+            "GPU: RTX 4090\nDecode speed (tok/s): 45.2\nRequest throughput (req/s): 3.1\nTTFT (ms): 120\n```\n")
+    by = {e.fields["headline_tps"]: e.fields for e in scrapers.parse(text.encode(), kind="markdown").entries}
+    assert set(by) == {211.38, 58.17, 45.2}
+    assert by[211.38]["phase"] == "prefill" and by[58.17]["phase"] == "decode" and by[58.17]["engine"] == "Ollama"
+    assert by[58.17]["model"] == "llama3.1:8b" and by[58.17]["seconds_stated"] == 5.123
+    assert by[45.2]["model"] == "Llama-3.1-8B" and by[45.2]["hardware"] == "RTX 4090"
