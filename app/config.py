@@ -49,6 +49,14 @@ class Settings(BaseSettings):
         100, description="Most times larger than its encoded form a Content-Encoding-decoded body may get "
         "(bodies under 1 MiB decoded are exempt); past it decoding stops, as for CAVEAT_DECODE_MAX_BYTES.",
     )
+    redis_url: str | None = Field(
+        None, description="Redis for the sign-in rate limits shared by several server processes, e.g. "
+        "redis://127.0.0.1:6379/0. Default: kept in the memory of each process.",
+    )
+    login_limit_account: str = Field(
+        "10 per 15 minutes", description="Failed sign-ins allowed per account before 429 (a `limits` rate string).")
+    login_limit_client: str = Field(
+        "30 per 15 minutes", description="Failed sign-ins allowed per client address before 429.")
     user_agent: str = Field(
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
     )

@@ -230,6 +230,21 @@ class User(Base):
     is_active: Mapped[bool] = mapped_column(Boolean, default=True, nullable=False)
 
 
+class LoginSession(Base):
+    """A signed-in browser: the cookie holds a random token, this row its sha256. Logout, a password
+    change and `caveat user sessions NAME --revoke` set ``revoked_at``; the cookie then signs in nobody."""
+
+    __tablename__ = "login_sessions"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    user_id: Mapped[int] = mapped_column(ForeignKey("users.id", ondelete="CASCADE"), nullable=False)
+    token_hash: Mapped[str] = mapped_column(String(64), unique=True, nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    expires_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    client: Mapped[str | None] = mapped_column(String(200))  # address and user agent at sign-in, for listing
+
+
 class ApiToken(Base):
     __tablename__ = "api_tokens"
 

@@ -29,7 +29,7 @@ def auth_app(app):
         user = auth.authenticate(session, username, password)
         if user is None:
             return JSONResponse({"ok": False}, status_code=401)
-        return auth.login_response(JSONResponse({"ok": True}), app.state.settings, user)
+        return auth.login_response(JSONResponse({"ok": True}), app.state.settings, user, session)
 
     @app.get("/api/_t/csrf")
     def csrf(request: Request):
@@ -52,9 +52,9 @@ def _add_user(db: Database, name="alice", pw="correct horse") -> None:
         auth.create_user(s, name, pw)
 
 
-def test_password_hash_is_salted_scrypt_and_verifies():
+def test_password_hash_is_salted_argon2id_and_verifies():
     a, b = auth.hash_password("pass phrase"), auth.hash_password("pass phrase")
-    assert a.startswith("scrypt$") and a != b
+    assert a.startswith("$argon2id$v=19$m=19456,t=2,p=1$") and a != b
     assert auth.verify_password("pass phrase", a)
     assert not auth.verify_password("pass phrasE", a)
     assert not auth.verify_password("pass phrase", "md5$nonsense")
@@ -180,3 +180,105 @@ def test_cli_user_add_and_token_create(cli, db):
         assert auth.user_for_token(s, plaintext).username == "carol"
     r = cli("token", "create", "nobody", "--name", "ci")
     assert r.exit_code == 1 and "caveat user add nobody" in r.output
+
+
+
+def test_old_scrypt_hashes_verify_and_are_rehashed_at_sign_in(db):
+    with db.session() as s:
+        user = auth.create_user(s, "old", "correct horse")
+        user.password_hash = auth._legacy_scrypt_hash("correct horse")
+    with db.session() as s:
+        assert auth.authenticate(s, "old", "correct horse") is not None
+    with db.session() as s:
+        stored = auth.get_user(s, "old").password_hash
+        assert stored.startswith("$argon2id$") and auth.verify_password("correct horse", stored)
+        assert auth.authenticate(s, "old", "wrong horse") is None
+
+
+def _login_page_token(client) -> str:
+    import re
+
+    return re.search(r'name="csrf_token" value="([^"]+)"', client.get("/login").text).group(1)
+
+
+def _attempt(client, password, username="alice"):
+    return client.post("/login", data={"username": username, "password": password, "next": "/queue",
+                                       "csrf_token": _login_page_token(client)}, follow_redirects=False)
+
+
+def test_failed_sign_ins_are_limited_per_account_with_retry_after(app, client, db):
+    _add_user(db)
+    for _ in range(10):
+        assert _attempt(client, "wrong horse").status_code == 401
+    blocked = _attempt(client, "correct horse")  # even the right password waits now
+    assert blocked.status_code == 429 and int(blocked.headers["retry-after"]) > 0
+    assert "Too many failed sign-ins" in blocked.text
+    _add_user(db, "bob", "another horse")
+    assert _attempt(client, "another horse", "bob").status_code == 303  # another account is not blocked
+
+
+def test_sign_in_limits_are_shared_through_redis(tmp_path, sqlite_template):
+    """Two app instances (two server processes) on one Redis see each other's failed attempts."""
+    import shutil
+    import uuid
+
+    import redis
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+    from tests.conftest import make_settings
+
+    try:
+        redis.Redis.from_url("redis://127.0.0.1:6379/0").ping()
+    except Exception:  # pragma: no cover - Redis runs on this kind of machine and in CI
+        pytest.fail("Redis is not reachable at 127.0.0.1:6379; it runs on this machine kind")
+    (tmp_path / "data").mkdir()
+    shutil.copy(sqlite_template, tmp_path / "data" / "caveat.db")
+    settings = make_settings(tmp_path, f"sqlite:///{tmp_path / 'data' / 'caveat.db'}",
+                             redis_url="redis://127.0.0.1:6379/0", login_limit_account="3 per 15 minutes")
+    name = f"u{uuid.uuid4().hex[:8]}"
+    first, second = create_app(settings), create_app(settings.model_copy())
+    with first.state.db.session() as s:
+        auth.create_user(s, name, "correct horse")
+    with TestClient(first, base_url="http://caveat.test") as a, TestClient(second, base_url="http://caveat.test") as b:
+        for c in (a, b, a):
+            assert _attempt(c, "wrong horse", name).status_code == 401
+        assert _attempt(b, "correct horse", name).status_code == 429
+    first.state.db.dispose()
+    second.state.db.dispose()
+
+
+def test_logout_ends_the_session_on_the_server(app, client, db):
+    _add_user(db)
+    assert _attempt(client, "correct horse").status_code == 303
+    cookie = client.cookies.get(auth.SESSION_COOKIE)
+    import re
+
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/queue").text).group(1)
+    assert client.post("/logout", data={"csrf_token": token}, follow_redirects=False).status_code in (302, 303)
+    client.cookies.set(auth.SESSION_COOKIE, cookie)  # the cookie replayed after logout
+    r = client.post("/api/tokens", json={"name": "after-logout"}, headers={"x-csrf-token": token})
+    assert r.status_code == 401
+
+
+def test_cli_revokes_a_users_sessions(app, client, db, cli):
+    _add_user(db)
+    assert _attempt(client, "correct horse").status_code == 303
+    listed = cli("user", "sessions", "alice")
+    assert listed.exit_code == 0 and "1 live session" in listed.output
+    revoked = cli("user", "sessions", "alice", "--revoke")
+    assert revoked.exit_code == 0 and "revoked 1" in revoked.output
+    assert client.get("/queue").status_code == 200 and "Sign in" in client.get("/queue").text
+
+
+def test_login_form_token_is_bound_to_its_pre_session_cookie(app, client, db):
+    """Login CSRF: a token from another browser's login form does not sign this browser in."""
+    from fastapi.testclient import TestClient
+
+    _add_user(db)
+    with TestClient(app, base_url="http://caveat.test") as attacker:
+        stolen = _login_page_token(attacker)
+    client.get("/login")  # the victim's own pre-session cookie
+    r = client.post("/login", data={"username": "alice", "password": "correct horse", "csrf_token": stolen},
+                    follow_redirects=False)
+    assert r.status_code == 403 and auth.SESSION_COOKIE not in client.cookies

@@ -90,7 +90,7 @@ def test_api_form_decision_needs_csrf_with_cookie(app, client, db):
     with db.session() as s:
         fid = _flag(s, "short_shape").id
         user = auth.get_user(s, "rev")
-        cookie = auth.session_cookie_value(db.settings, user)
+        cookie = auth.start_session(s, db.settings, user)
     client.cookies.set(auth.SESSION_COOKIE, cookie)
     form = {"action": "confirm", "note": "8k context only"}
     r = client.post(f"/api/flags/{fid}/decision", data=form)

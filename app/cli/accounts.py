@@ -62,6 +62,39 @@ def user_password(obj: CliContext, username: str, password_stdin: bool) -> None:
     click.echo(f"password changed for {username}")
 
 
+@user.command("sessions")
+@click.argument("username")
+@click.option("--revoke", is_flag=True, help="End every live session of the user (they must sign in again).")
+@click.pass_obj
+def user_sessions(obj: CliContext, username: str, revoke: bool) -> None:
+    """List a user's sign-in sessions (when, from where, live or ended), or end them all with --revoke.
+
+    \b
+    Example:
+      caveat user sessions alice
+      caveat user sessions alice --revoke
+    """
+    from app.models import utcnow
+
+    with obj.session() as s:
+        rows = auth.list_sessions(s, username)
+        now = utcnow()
+
+        def live(r) -> bool:
+            exp = r.expires_at if r.expires_at.tzinfo else r.expires_at.replace(tzinfo=now.tzinfo)
+            return r.revoked_at is None and exp > now
+
+        for r in rows:
+            state = "live" if live(r) else ("revoked" if r.revoked_at else "expired")
+            click.echo(f"{r.id:6d}  {r.created_at.isoformat(timespec='seconds')}  {state:8s} {r.client or ''}")
+        n_live = sum(1 for r in rows if live(r))
+        if revoke:
+            user_row = auth.get_user(s, username)
+            click.echo(f"revoked {auth.revoke_sessions(s, user_row)} live session(s) of {username}")
+        else:
+            click.echo(f"{n_live} live session(s) of {username}")
+
+
 @main.group()
 def token() -> None:
     """API tokens for programs (sent as 'Authorization: Bearer <token>').

@@ -1,14 +1,18 @@
-"""Accounts, API tokens, signed session cookies and CSRF; the FastAPI dependencies that use them.
+"""Accounts, API tokens, server-side sessions, sign-in rate limits and CSRF; the FastAPI dependencies.
 
-- Passwords: ``hashlib.scrypt`` with a random 16-byte salt, stored as
-  ``scrypt$<n>$<r>$<p>$<salt b64>$<hash b64>``; checked with a constant-time compare.
+- Passwords: Argon2id (argon2-cffi; m = 19 MiB, t = 2, p = 1, OWASP's minimum). Older scrypt hashes
+  (``scrypt$<n>$<r>$<p>$<salt>$<hash>``) still verify and are rehashed at the next sign-in.
+- Sign-in: failed attempts are counted per account and per client address (``limits``: in memory, or
+  in Redis with ``CAVEAT_REDIS_URL``); past ``CAVEAT_LOGIN_LIMIT_*`` the login answers 429 with
+  ``Retry-After``. The hash is checked off the event loop.
+- Sessions: the cookie ``caveat_session`` (HttpOnly, SameSite=Lax, signed) holds a random token whose
+  sha256 names a ``login_sessions`` row; logout, a password change and `caveat user sessions NAME
+  --revoke` revoke rows, after which the cookie signs in nobody.
 - API tokens: ``cvt_`` + 43 random characters, shown once; only their sha256 (hex) is stored.
   Programs send ``Authorization: Bearer <token>``.
-- Session cookie ``caveat_session``: HttpOnly, SameSite=Lax, path ``/``, signed (itsdangerous) with
-  ``settings.get_secret_key()``. It holds the user id, a random nonce and a fingerprint of the
-  password hash, so changing a password ends every session.
-- CSRF: a signed token bound to the session's nonce (anonymous visitors get one bound to "anon").
-  Only cookie-authenticated form posts need it; bearer-token requests carry no ambient credentials.
+- CSRF: a signed token bound to the session (anonymous visitors: to a random pre-session cookie, so a
+  login form's token from another browser is refused). Every cookie-authenticated write carries it,
+  whatever its content type (``check_write``); bearer-token requests carry no ambient credentials.
 """
 
 from __future__ import annotations
@@ -20,7 +24,15 @@ import re
 import secrets
 from datetime import timedelta, timezone
 
+import time
+
+from argon2 import PasswordHasher
+from argon2 import Type as Argon2Type
+from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from fastapi import Depends, Request
+from limits import parse
+from limits.storage import storage_from_string
+from limits.strategies import MovingWindowRateLimiter
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -28,7 +40,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized, UnsupportedMediaType
 from app.main import get_session
-from app.models import ApiToken, User, utcnow
+from app.models import ApiToken, LoginSession, User, utcnow
 
 SESSION_COOKIE = "caveat_session"
 SESSION_MAX_AGE = 14 * 24 * 3600
@@ -49,13 +61,28 @@ def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
     return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=64 * 1024 * 1024, dklen=32)
 
 
+# Argon2id at OWASP's minimum (m = 19 MiB, t = 2, p = 1). Hashes from before (scrypt) still verify and
+# are replaced by an Argon2id hash at the user's next sign-in.
+_ARGON2 = PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1, hash_len=32, salt_len=16,
+                         type=Argon2Type.ID)
+
+
 def hash_password(password: str) -> str:
+    return _ARGON2.hash(password)
+
+
+def _legacy_scrypt_hash(password: str) -> str:
     salt = secrets.token_bytes(16)
     digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
     return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
 
 
 def verify_password(password: str, stored: str) -> bool:
+    if stored.startswith("$argon2"):
+        try:
+            return _ARGON2.verify(stored, password)
+        except (VerifyMismatchError, VerificationError, InvalidHashError):
+            return False
     try:
         scheme, n, r, p, salt, digest = stored.split("$")
         if scheme != "scrypt":
@@ -65,6 +92,15 @@ def verify_password(password: str, stored: str) -> bool:
     except (ValueError, TypeError):
         return False
     return hmac.compare_digest(actual, expected)
+
+
+def needs_rehash(stored: str) -> bool:
+    if not stored.startswith("$argon2"):
+        return True
+    try:
+        return _ARGON2.check_needs_rehash(stored)
+    except InvalidHashError:
+        return True
 
 
 _DUMMY_HASH = hash_password(secrets.token_hex(8))
@@ -103,6 +139,7 @@ def set_password(session: Session, username: str, password: str) -> User:
     if len(password or "") < MIN_PASSWORD:
         raise BadRequest(f"The password is too short: use at least {MIN_PASSWORD} characters.")
     user.password_hash = hash_password(password)
+    revoke_sessions(session, user)  # a new password ends every session
     session.flush()
     return user
 
@@ -115,6 +152,9 @@ def authenticate(session: Session, username: str, password: str) -> User | None:
         return None
     if not verify_password(password or "", user.password_hash) or not user.is_active:
         return None
+    if needs_rehash(user.password_hash):  # an scrypt hash from before: Argon2id from now on
+        user.password_hash = hash_password(password)
+        session.flush()
     return user
 
 
@@ -180,12 +220,11 @@ def _pw_fingerprint(user: User) -> str:
     return hashlib.sha256(user.password_hash.encode("utf-8")).hexdigest()[:16]
 
 
-def session_cookie_value(settings: Settings, user: User) -> str:
-    return _serializer(settings, "session").dumps(
-        {"u": user.id, "n": secrets.token_urlsafe(16), "p": _pw_fingerprint(user)})
-
-
-def _read_session(request: Request) -> dict | None:
+def _session_row(request: Request):
+    """The live ``LoginSession`` the request's cookie names (cached on the request), or None."""
+    if hasattr(request.state, "login_session"):
+        return request.state.login_session
+    request.state.login_session = None
     raw = request.cookies.get(SESSION_COOKIE)
     if not raw:
         return None
@@ -193,16 +232,71 @@ def _read_session(request: Request) -> dict | None:
         data = _serializer(request.app.state.settings, "session").loads(raw, max_age=SESSION_MAX_AGE)
     except (BadSignature, SignatureExpired):
         return None
-    return data if isinstance(data, dict) and "u" in data else None
+    if not isinstance(data, dict) or not isinstance(data.get("s"), str):
+        return None  # a cookie from before server-side sessions: signs in nobody
+    with request.app.state.db.Session() as s:
+        row = s.scalar(select(LoginSession).where(LoginSession.token_hash == _token_hash(data["s"])))
+        if row is None or row.revoked_at is not None:
+            return None
+        expires = row.expires_at if row.expires_at.tzinfo else row.expires_at.replace(tzinfo=timezone.utc)
+        if expires <= utcnow():
+            return None
+        s.expunge(row)
+    request.state.login_session = row
+    return row
 
 
-def login_response(response, settings: Settings, user: User):
-    """Set the signed session cookie on ``response`` (after a successful ``authenticate``)."""
+def _read_session(request: Request) -> dict | None:
+    row = _session_row(request)
+    return {"u": row.user_id, "n": row.token_hash[:32]} if row is not None else None
+
+
+def start_session(session: Session, settings: Settings, user: User, client: str | None = None) -> str:
+    """Record a new server-side session for ``user``; returns the signed cookie value that names it."""
+    token = secrets.token_urlsafe(32)
+    session.add(LoginSession(user_id=user.id, token_hash=_token_hash(token), created_at=utcnow(),
+                             expires_at=utcnow() + timedelta(seconds=SESSION_MAX_AGE), client=client))
+    session.flush()
+    return _serializer(settings, "session").dumps({"s": token})
+
+
+def login_response(response, settings: Settings, user: User, session: Session, request: Request | None = None):
+    """Start a server-side session for ``user`` and set its signed cookie on ``response``."""
+    client = None
+    if request is not None:
+        host = request.client.host if request.client else "?"
+        client = f"{host} {request.headers.get('user-agent', '')}"[:200]
     response.set_cookie(
-        SESSION_COOKIE, session_cookie_value(settings, user), max_age=SESSION_MAX_AGE,
+        SESSION_COOKIE, start_session(session, settings, user, client), max_age=SESSION_MAX_AGE,
         path="/", httponly=True, samesite="lax", secure=settings.base_url.startswith("https://"),
     )
+    response.delete_cookie(PRESESSION_COOKIE, path="/")
     return response
+
+
+def logout(session: Session, request: Request) -> None:
+    """End the request's session on the server (the cookie then signs in nobody, even if kept)."""
+    row = _session_row(request)
+    if row is not None:
+        live = session.get(LoginSession, row.id)
+        if live is not None and live.revoked_at is None:
+            live.revoked_at = utcnow()
+            session.flush()
+
+
+def revoke_sessions(session: Session, user: User) -> int:
+    rows = session.scalars(select(LoginSession).where(LoginSession.user_id == user.id,
+                                                      LoginSession.revoked_at.is_(None))).all()
+    for r in rows:
+        r.revoked_at = utcnow()
+    session.flush()
+    return len(rows)
+
+
+def list_sessions(session: Session, username: str) -> list[LoginSession]:
+    user = _existing_user(session, username)
+    return list(session.scalars(select(LoginSession).where(LoginSession.user_id == user.id)
+                                .order_by(LoginSession.id)))
 
 
 def logout_response(response):
@@ -210,10 +304,60 @@ def logout_response(response):
     return response
 
 
+# -- sign-in rate limits ---------------------------------------------------------------------------
+_LIMITERS: dict[str, tuple] = {}
+
+
+def _limiter(settings: Settings):
+    key = settings.redis_url or f"memory:{id(settings)}"  # in memory: per server (settings object)
+    got = _LIMITERS.get(key)
+    if got is None:
+        storage = storage_from_string(key if settings.redis_url else "memory://")
+        got = _LIMITERS[key] = (MovingWindowRateLimiter(storage), parse(settings.login_limit_account),
+                                parse(settings.login_limit_client))
+    return got
+
+
+def login_allowed(settings: Settings, username: str, client: str) -> int:
+    """0 when a sign-in attempt may be checked now, else the seconds to wait (per account and per client
+    address, counting failed attempts only)."""
+    limiter, per_account, per_client = _limiter(settings)
+    waits = []
+    for item, ident in ((per_account, f"account:{username.lower()}"), (per_client, f"client:{client}")):
+        if not limiter.test(item, "caveat-login", ident):
+            reset, _ = limiter.get_window_stats(item, "caveat-login", ident)
+            waits.append(max(1, int(reset - time.time()) + 1))
+    return max(waits, default=0)
+
+
+def login_failed(settings: Settings, username: str, client: str) -> None:
+    limiter, per_account, per_client = _limiter(settings)
+    limiter.hit(per_account, "caveat-login", f"account:{username.lower()}")
+    limiter.hit(per_client, "caveat-login", f"client:{client}")
+
+
 # -- CSRF ------------------------------------------------------------------------------------------
+PRESESSION_COOKIE = "caveat_presession"
+
+
 def _csrf_binding(request: Request) -> str:
+    """A signed-in visitor's token is bound to their session; an anonymous one (the login form) to a
+    random pre-session cookie, so a token from another browser cannot log this one in (login CSRF)."""
     data = _read_session(request)
-    return str(data.get("n")) if data else "anon"
+    if data:
+        return str(data.get("n"))
+    pre = request.cookies.get(PRESESSION_COOKIE) or getattr(request.state, "presession", None)
+    return f"pre:{pre}" if pre else "anon:none"
+
+
+def presession(request: Request, response) -> None:
+    """Give an anonymous visitor the pre-session cookie their login form's CSRF token is bound to."""
+    if request.cookies.get(PRESESSION_COOKIE) or _read_session(request):
+        return
+    value = getattr(request.state, "presession", None) or secrets.token_urlsafe(24)
+    request.state.presession = value
+    response.set_cookie(PRESESSION_COOKIE, value, max_age=CSRF_MAX_AGE, path="/", httponly=True, samesite="lax",
+                        secure=request.app.state.settings.base_url.startswith("https://"))
 
 
 def csrf_token(request: Request) -> str:
@@ -253,7 +397,7 @@ def current_user(request: Request, session: Session = Depends(get_session)) -> U
     if data is None:
         return None
     user = session.get(User, data["u"])
-    if user is None or not user.is_active or data.get("p") != _pw_fingerprint(user):
+    if user is None or not user.is_active:
         return None
     request.state.auth_method = "cookie"
     return user

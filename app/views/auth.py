@@ -1,9 +1,16 @@
-"""``/login`` and ``/logout`` for reviewers (accounts come from `caveat user add`)."""
+"""``/login`` and ``/logout`` for reviewers (accounts come from `caveat user add`).
+
+Sign-in is rate limited per account and per client address (failed attempts only; 429 with
+``Retry-After``), the password is checked off the event loop (Argon2id takes tens of milliseconds),
+the form's CSRF token is bound to a pre-session cookie, and a session lives on the server: logout ends
+it for good.
+"""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.main import get_session
 from app.models import User
@@ -15,24 +22,44 @@ router = APIRouter(include_in_schema=False)
 
 @router.get("/login")
 def login_form(request: Request, next: str | None = None, user: User | None = Depends(auth.current_user)):
-    return render(request, "login.html", {"next": safe_next(next)}, as_json=False, user=user, json_href=None)
+    if user is None:
+        import secrets
+
+        request.state.presession = request.cookies.get(auth.PRESESSION_COOKIE) or secrets.token_urlsafe(24)
+    resp = render(request, "login.html", {"next": safe_next(next)}, as_json=False, user=user, json_href=None)
+    if user is None:
+        auth.presession(request, resp)
+    return resp
 
 
 @router.post("/login")
 async def login(request: Request, session: Session = Depends(get_session)):
     form = await request.form()
     auth.check_csrf(request, form.get("csrf_token"))
+    settings = request.app.state.settings
     target = safe_next(str(form.get("next") or ""))
-    user = auth.authenticate(session, str(form.get("username") or ""), str(form.get("password") or ""))
+    username = str(form.get("username") or "")
+    client = request.client.host if request.client else "unknown"
+    wait = auth.login_allowed(settings, username, client)
+    if wait:
+        data = {"next": target, "username": username,
+                "error": f"Too many failed sign-ins; try again in {wait} s."}
+        resp = render(request, "login.html", data, as_json=False, status=429, json_href=None)
+        resp.headers["Retry-After"] = str(wait)
+        return resp
+    user = await run_in_threadpool(auth.authenticate, session, username, str(form.get("password") or ""))
     if user is None:
+        auth.login_failed(settings, username, client)
         data = {"next": target, "error": "Wrong username or password. Accounts are made with `caveat user add NAME`.",
-                "username": str(form.get("username") or "")}
+                "username": username}
         return render(request, "login.html", data, as_json=False, status=401, json_href=None)
-    return auth.login_response(redirect(target), request.app.state.settings, user)
+    return auth.login_response(redirect(target), settings, user, session, request)
 
 
 @router.post("/logout")
-async def logout(request: Request, user: User | None = Depends(auth.current_user)):
+async def logout(request: Request, session: Session = Depends(get_session),
+                 user: User | None = Depends(auth.current_user)):
     form = await request.form()
     auth.check_csrf(request, form.get("csrf_token"))
+    auth.logout(session, request)
     return auth.logout_response(redirect("/queue"))
