@@ -57,6 +57,8 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
             result.warnings.clear()
             read_html_text(text, result)
             if not result.entries:
+                if any(w.startswith("nothing parsed") for w in keep):
+                    result.warnings[:] = [w for w in result.warnings if not w.startswith("nothing parsed")]
                 result.warnings[:0] = keep
         return result
     ct = (content_type or "").lower()

@@ -220,3 +220,19 @@ def test_ollama_verbose_and_unknown_key_value_output():
     assert by[211.38]["phase"] == "prefill" and by[58.17]["phase"] == "decode" and by[58.17]["engine"] == "Ollama"
     assert by[58.17]["model"] == "llama3.1:8b" and by[58.17]["seconds_stated"] == 5.123
     assert by[45.2]["model"] == "Llama-3.1-8B" and by[45.2]["hardware"] == "RTX 4090"
+
+
+def test_hundred_thousand_row_html_table_and_json_list_finish_in_bounded_time():
+    rows = "".join(f"<tr><td>m{i}</td><td>{i % 500 + 1}.5</td></tr>" for i in range(100_000))
+    r = _timed(f"<table><tr><th>Model</th><th>tok/s</th></tr>{rows}</table>".encode(), "html", 60)
+    assert len(r.entries) == 100_000
+    body = json.dumps({"entries": [{"model": f"m{i}", "tokens_per_second": i + 0.5} for i in range(100_000)]})
+    r = _timed(body.encode(), "json", 60)
+    assert len(r.entries) == 100_000 and r.entries[-1].selectors["headline_tps"]["exact"] == "99999.5"
+
+
+def test_ten_thousand_html_columns_say_what_was_seen():
+    cols = "".join(f"<th>c{i}</th>" for i in range(10_000))
+    row = "".join("<td>1</td>" for _ in range(10_000))
+    r = _timed(f"<table><tr>{cols}</tr><tr>{row}</tr></table>".encode(), "html", 30)
+    assert not r.entries and sum(w.startswith("nothing parsed") for w in r.warnings) == 1
