@@ -282,3 +282,33 @@ def test_login_form_token_is_bound_to_its_pre_session_cookie(app, client, db):
     r = client.post("/login", data={"username": "alice", "password": "correct horse", "csrf_token": stolen},
                     follow_redirects=False)
     assert r.status_code == 403 and auth.SESSION_COOKIE not in client.cookies
+
+
+def test_tokens_have_scopes_an_expiry_and_a_listing(app, client, db, cli):
+    from datetime import timedelta
+
+    from app.models import ApiToken, utcnow
+
+    _add_user(db)
+    with db.session() as s:
+        reader = auth.create_token(s, "alice", "reader", "read", 30)
+        admin = auth.create_token(s, "alice", "minter", "admin", 1)
+        old = auth.create_token(s, "alice", "old", "read,decide", 5)
+        s.scalar(select(ApiToken).where(ApiToken.name == "old")).expires_at = utcnow() - timedelta(seconds=1)
+    hdr = lambda t: {"authorization": f"Bearer {t}"}  # noqa: E731
+    assert client.post("/api/measurements", json={"recipe_id": "r-x", "tps": 1, "non_repeating_prompts": True,
+                                                  "output_checked": True}, headers=hdr(reader)).status_code == 403
+    assert client.post("/api/flags/1/decision", json={"action": "dismiss", "note": "n"},
+                       headers=hdr(reader)).status_code == 403
+    assert client.post("/api/tokens", json={"name": "more"}, headers=hdr(reader)).status_code == 403
+    wider = client.post("/api/tokens", json={"name": "more", "scopes": ["decide"]}, headers=hdr(admin))
+    assert wider.status_code == 403 and "wider scope" in wider.json()["error"]
+    assert client.post("/api/tokens", json={"name": "more", "scopes": ["admin"]}, headers=hdr(admin)).status_code == 201
+    assert client.post("/api/flags/1/decision", json={"action": "dismiss", "note": "n"},
+                       headers=hdr(old)).status_code == 401  # expired: signs in nobody
+    listed = cli("token", "list", "alice")
+    assert listed.exit_code == 0
+    assert "reader" in listed.output and "read " in listed.output and "expired" in listed.output
+    assert reader not in listed.output and admin not in listed.output  # never shown again
+    bad = cli("token", "create", "alice", "--name", "x", "--scope", "root")
+    assert bad.exit_code != 0 and "Unknown scope" in bad.output

@@ -59,9 +59,15 @@ def test_cookie_json_with_the_header_token_and_bearer_without_one_are_accepted(c
     assert r.status_code == 201, r.text
     bearer = r.json()["token"]
     client.cookies.clear()
+    # no CSRF for a bearer token; its scopes decide (a reviewer token cannot mint tokens)
     r = client.post("/api/tokens", json={"name": "second"}, headers={"authorization": f"Bearer {bearer}"})
+    assert r.status_code == 403 and "admin" in r.json()["error"]
+    with app.state.db.session() as s:
+        admin = auth.create_token(s, "rev", "admin", "read,admin", 1)
+    r = client.post("/api/tokens", json={"name": "second", "scopes": ["read"]},
+                    headers={"authorization": f"Bearer {admin}"})
     assert r.status_code == 201, r.text
-    r = client.post("/api/tokens", content='{"name": "x"}', headers={"authorization": f"Bearer {bearer}",
+    r = client.post("/api/tokens", content='{"name": "x"}', headers={"authorization": f"Bearer {admin}",
                                                                      "content-type": "text/plain"})
     assert r.status_code == 415
 

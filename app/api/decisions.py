@@ -63,6 +63,7 @@ async def flag_decision(flag_id: int, request: Request, user: User = Depends(aut
                         session: Session = Depends(get_session)):
     data, is_form = await _body(request)
     auth.check_write(request, data.get("csrf_token") if is_form else None)
+    auth.require_scope(request, "decide")
     try:
         body = DecisionBody(**{k: data.get(k) for k in ("action", "note") if data.get(k) is not None})
     except Exception:
@@ -86,6 +87,7 @@ def decision_log(entry_id: int | None = Query(None), flag_id: int | None = Query
 @router.post("/api/measurements", status_code=201)
 def add_measurement(body: MeasurementBody, request: Request, user: User = Depends(auth.require_writer),
                     session: Session = Depends(get_session)) -> dict:
+    auth.require_scope(request, "measure")
     m = measurements.record(session, request.app.state.settings, user, **body.model_dump())
     return {"ok": True, "measurement": m}
 

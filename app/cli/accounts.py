@@ -108,18 +108,44 @@ def token() -> None:
 @token.command("create")
 @click.argument("username")
 @click.option("--name", required=True, help="What the token is for (shown in listings, used to revoke it).")
+@click.option("--scope", "scopes", default="read,decide,measure", show_default=True,
+              help="Comma-separated scopes: read, decide (flag decisions), measure (record measurements), "
+                   "admin (mint tokens through the API).")
+@click.option("--days", type=int, default=90, show_default=True, help="Days until the token expires (1-366).")
 @click.pass_obj
-def token_create(obj: CliContext, username: str, name: str) -> None:
+def token_create(obj: CliContext, username: str, name: str, scopes: str, days: int) -> None:
     """Create an API token for USERNAME and print it once; only its hash is stored.
 
     \b
     Example:
-      caveat token create alice --name importer
+      caveat token create alice --name importer --scope read,measure --days 30
     """
     with obj.session() as s:
-        plaintext = auth.create_token(s, username, name)
+        plaintext = auth.create_token(s, username, name, scopes, days)
     click.echo(plaintext)
     click.echo("(shown once; store it now)", err=True)
+
+
+@token.command("list")
+@click.argument("username", required=False)
+@click.pass_obj
+def token_list(obj: CliContext, username: str | None) -> None:
+    """List API tokens (all users, or USERNAME's): name, scopes, created, expires, last used, state.
+    Tokens themselves are never shown again.
+
+    \b
+    Example:
+      caveat token list alice
+    """
+    def when(d) -> str:
+        return d.isoformat(timespec="minutes") if d else "-"
+
+    with obj.session() as s:
+        rows = auth.list_tokens(s, username)
+        for t, user in rows:
+            click.echo(f"{user:16s} {t.name:20s} {t.scopes:24s} created {when(t.created_at)}  expires "
+                       f"{when(t.expires_at)}  used {when(t.last_used_at)}  {auth.token_state(t)}")
+        click.echo(f"{len(rows)} token(s)", err=True)
 
 
 @token.command("revoke")

@@ -163,15 +163,59 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def create_token(session: Session, username: str, name: str) -> str:
-    """A new API token for ``username``; the plaintext is returned once and never stored."""
+SCOPES = ("read", "decide", "measure", "admin")
+DEFAULT_SCOPES = ("read", "decide", "measure")
+DEFAULT_TOKEN_DAYS = 90
+MAX_TOKEN_DAYS = 366
+
+
+def parse_scopes(scopes) -> tuple[str, ...]:
+    items = [x.strip().lower() for x in (scopes.split(",") if isinstance(scopes, str) else (scopes or [])) if x.strip()]
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise BadRequest(f"Unknown scope(s) {', '.join(bad)}: use {', '.join(SCOPES)} (comma-separated).")
+    return tuple(x for x in SCOPES if x in items) or DEFAULT_SCOPES
+
+
+def create_token(session: Session, username: str, name: str, scopes=None, days: int | None = None) -> str:
+    """A new API token for ``username`` with these scopes, expiring in ``days`` (default 90, at most 366);
+    the plaintext is returned once and never stored."""
     user = _existing_user(session, username)
     if not (name or "").strip():
         raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
+    days = DEFAULT_TOKEN_DAYS if days is None else int(days)
+    if not 1 <= days <= MAX_TOKEN_DAYS:
+        raise BadRequest(f"A token lives 1 to {MAX_TOKEN_DAYS} days; {days} was asked for.")
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(ApiToken(user_id=user.id, name=name.strip()[:100], token_hash=_token_hash(plaintext)))
+    session.add(ApiToken(user_id=user.id, name=name.strip()[:100], token_hash=_token_hash(plaintext),
+                         scopes=",".join(parse_scopes(scopes)), expires_at=utcnow() + timedelta(days=days)))
     session.flush()
     return plaintext
+
+
+def list_tokens(session: Session, username: str | None = None) -> list[tuple[ApiToken, str]]:
+    q = select(ApiToken, User.username).join(User, User.id == ApiToken.user_id).order_by(User.username, ApiToken.id)
+    if username:
+        q = q.where(User.username == _existing_user(session, username).username)
+    return [(t, u) for t, u in session.execute(q)]
+
+
+def token_state(t: ApiToken) -> str:
+    if t.revoked_at is not None:
+        return "revoked"
+    exp = t.expires_at
+    if exp is not None and (exp if exp.tzinfo else exp.replace(tzinfo=timezone.utc)) <= utcnow():
+        return "expired"
+    return "live"
+
+
+def require_scope(request: Request, scope: str) -> None:
+    """A bearer token must carry ``scope`` (a signed-in reviewer's session may read, decide and measure)."""
+    method = getattr(request.state, "auth_method", None)
+    granted = getattr(request.state, "token_scopes", ()) if method == "token" else DEFAULT_SCOPES
+    if scope not in granted:
+        raise Forbidden(f"This needs the {scope!r} scope; the token has {', '.join(granted) or 'none'}. Create one "
+                        f"with `caveat token create USER --name NAME --scope {scope}`.")
 
 
 def revoke_token(session: Session, username: str, name: str) -> int:
@@ -190,7 +234,7 @@ def user_for_token(session: Session, token: str) -> User | None:
     if not token.startswith(TOKEN_PREFIX):
         return None
     row = session.scalar(select(ApiToken).where(ApiToken.token_hash == _token_hash(token)))
-    if row is None or row.revoked_at is not None:
+    if row is None or token_state(row) != "live":
         return None
     user = session.get(User, row.user_id)
     if user is None or not user.is_active:
@@ -389,9 +433,12 @@ def current_user(request: Request, session: Session = Depends(get_session)) -> U
     request.state.auth_method = None
     header = request.headers.get("authorization", "")
     if header[:7].lower() == "bearer ":
-        user = user_for_token(session, header[7:].strip())
+        token = header[7:].strip()
+        user = user_for_token(session, token)
         if user is not None:
             request.state.auth_method = "token"
+            row = session.scalar(select(ApiToken.scopes).where(ApiToken.token_hash == _token_hash(token)))
+            request.state.token_scopes = tuple((row or "").split(","))
         return user
     data = _read_session(request)
     if data is None:
