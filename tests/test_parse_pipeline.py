@@ -236,3 +236,17 @@ def test_ten_thousand_html_columns_say_what_was_seen():
     row = "".join("<td>1</td>" for _ in range(10_000))
     r = _timed(f"<table><tr>{cols}</tr><tr>{row}</tr></table>".encode(), "html", 30)
     assert not r.entries and sum(w.startswith("nothing parsed") for w in r.warnings) == 1
+
+
+def test_memory_stays_bounded_on_a_large_text():
+    import tracemalloc
+
+    body = (b"lorem ipsum dolor sit amet 12 34 " * 700_000)[:20_000_000]
+    tracemalloc.start()
+    try:
+        r = scrapers.parse(body, kind="text")
+        _cur, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 3 * len(body), f"peak {peak / 1e6:.0f} MB for {len(body) / 1e6:.0f} MB"
+    assert any("read the first" in w for w in r.warnings)
