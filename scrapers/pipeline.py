@@ -142,6 +142,8 @@ def _finish(d: Draft) -> ParsedEntry | None:
         return None
     f = e.fields
     e._stated = {k for k in ("scope", "concurrency", "phase") if k in f}   # what the page said, before defaults
+    if "model" not in f and e.extra.get("model_type"):
+        f["model"] = e.extra["model_type"]      # a table's model cell, when nothing around it names one
     if "phase" not in f:
         f["phase"] = "decode"
     c = f.get("concurrency")

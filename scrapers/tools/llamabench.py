@@ -21,6 +21,7 @@ _COMPUTE = {"vulkan", "rocm", "cuda", "metal", "sycl", "cpu", "opencl", "hip", "
 from scrapers.meaning import cell_figure
 from scrapers.tools.common import draft, locate, model_from_path, split_quant_tail
 
+_SIZE = re.compile(r"(?<![\w.])\d+(?:\.\d+)?\s?[BMK](?![\w])|\d+x\d+B", re.I)
 _BUILD = re.compile(r"build:\s*([0-9a-f]{7,40})\s*\((\d+)\)")
 _TEST = re.compile(r"^(?:pp\s*\d+|tg\s*\d+|pp\s*\d+\s*\+\s*tg\s*\d+)(?:\s*@\s*d\s*\d+)?$", re.I)
 _SQL = re.compile(r"INSERT\s+INTO\s+\w+\s*\(([^)]*)\)\s*VALUES\s*\(([^;]*)\)\s*;", re.I)
@@ -166,10 +167,15 @@ def read_table(blk, text):
         span = (c.start + k, c.start + k + len(fig.quote)) if k >= 0 else (c.start, c.end)
         model, quant = (split_quant_tail(row[i_model].value) if i_model is not None and i_model < len(row)
                         else (None, None))
+        sized = bool(model and _SIZE.search(model))
         d = draft(fig.value, fig.quote, span, "llama-bench", phase=phase_of_test(test), scope="per_user",
                   concurrency=1, test=(re.sub(r"\s+", " ", test.strip()), test.strip()), engine="llama.cpp",
-                  model=(model, model) if model else None, quantization=(quant, quant) if quant else None,
-                  headline_label="t/s")
+                  model=(model, model) if model and sized else None,
+                  quantization=(quant, quant) if quant else None, headline_label="t/s")
+        if model and not sized:
+            # "IQ2_BN - 2.06 bpw TriLM" names a quantization, not a sized model: the page's words decide,
+            # the cell only when they name none
+            d.builder.entry.extra["model_type"] = model
         if fig.spread is not None:
             d.builder.put("spread", fig.spread, None)
         if build:
