@@ -32,7 +32,9 @@ _LIST = re.compile(r"((?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})(?:\s*/\s*(
 _INT = re.compile(r"^\d{1,5}$")
 _NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gib|ngl|layers|^#|rank|^id$|year|date|"
                                r"ctx|context|len(?:gth)?|tokens$|^n$|count|score|acc|ppl|perplex|loss|bpw|bits|temp|"
-                               r"top[-_ ]?[pk]|min|p-min|max|ratio|%|watt|power|time|latency|ms$|sec|duration")
+                               r"top[-_ ]?[pk]|min|p-min|max|ratio|%|watt|power|time|latency|ms$|sec|duration|"
+                               r"bleu|rouge|mmlu|gsm8k|humaneval|\bf1\b|\bem\b|pass@|win|elo|kld|kl\b|bench\b|"
+                               r"quality|rate$|ratio|speed[\s-]?up|x$")
 _CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
 _SIZE = re.compile(r"^\d+(?:\.\d+)?\s?[BM]$")
 _TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second)\b", re.I)
