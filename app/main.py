@@ -10,6 +10,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -17,6 +18,7 @@ from app import __version__
 from app.config import Settings
 from app.db import Database
 from app.errors import CaveatError
+from archive.surt import InvalidURL
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
 
@@ -84,6 +86,22 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
             resp.headers[k] = v
         return resp
 
+    @app.exception_handler(InvalidURL)
+    async def _bad_url(request: Request, exc: InvalidURL):
+        return error_response(request, 400, f"{exc} Give a full http(s) address, e.g. https://example.org/page.")
+
+    @app.exception_handler(OverflowError)
+    async def _overflow(request: Request, exc: OverflowError):
+        return error_response(request, 400, "A number in the request is out of range (ids, offsets and limits are "
+                                            f"at most {2**63 - 1:,}).")
+
+    @app.exception_handler(DBAPIError)
+    async def _db_error(request: Request, exc: DBAPIError):
+        orig = getattr(exc, "orig", None)
+        if isinstance(orig, OverflowError) or "out of range" in str(orig):
+            return await _overflow(request, OverflowError(str(orig)))
+        raise exc
+
     @app.exception_handler(RequestValidationError)
     async def _validation_error(request: Request, exc: RequestValidationError):
         parts = []
@@ -100,8 +118,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app.api.quotable import install as install_quotable_fast_path
 
     install_quotable_fast_path(app)  # serves cached quotable answers before routing (bench/quotable.py)
-    from app.security import SecurityHeaders
+    from app.security import BoundedIntegers, SecurityHeaders
 
+    app.add_middleware(BoundedIntegers)
     app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too
     return app
 

@@ -45,12 +45,22 @@ def _host_key(host: str) -> str:
     return ",".join(reversed(host.split(".")))
 
 
+class InvalidURL(ValueError):
+    """A URL that does not parse (``http://[::1``, control characters, ...); says which and why."""
+
+
 def surt(url: str) -> str:
-    """The SURT urlkey of an http(s) URL."""
+    """The SURT urlkey of an http(s) URL; ``InvalidURL`` when it does not parse."""
     text = url.strip()
     if "://" not in text:
         text = "http://" + text
-    parts = urlsplit(text)
+    if any(ord(c) < 32 or ord(c) == 127 for c in text):
+        raise InvalidURL(f"{url[:200]!r} is not a URL: it holds control characters (tab, CR, LF, ...)")
+    try:
+        parts = urlsplit(text)
+        parts.hostname  # noqa: B018 - raises on a malformed IPv6 literal
+    except ValueError as exc:
+        raise InvalidURL(f"{url[:200]!r} is not a valid URL ({exc})") from None
     scheme = parts.scheme.lower()
     host = parts.hostname or ""
     key = _host_key(host)

@@ -107,3 +107,22 @@ def test_a_long_page_commits_in_batches_with_the_same_outcome(tmp_path, sqlite_t
     assert one[0].status == batched[0].status and one[0].summary.new == batched[0].summary.new == 23
     assert batched[1] == one[1] and batched[2] == one[2]
     assert batched[3] >= one[3] + 5  # 23 rows in batches of 4: at least five more commits
+
+
+def test_out_of_range_and_non_finite_json_numbers_become_warnings_not_a_lost_page(db, server):
+    page = ('[{"model": "big", "tokSOut": 1e308, "hardware": {"gpuCount": 1e308}},'
+            ' {"model": "nan", "tokSOut": NaN}, {"model": "inf", "tokSOut": Infinity,'
+            ' "engineFlags": {"concurrency": 99999999999999999999999}}, {"model": "ok", "tokSOut": 50.5}]')
+    url = server.route("/numbers.json", page, content_type="application/json")
+    with db.session() as s:
+        add_source(s, "numbers", url, "json")
+    report = crawl(db, db.settings)[0]
+    assert report.status in ("ok", "warnings"), report.error
+    with db.Session() as s:
+        from app.models import Entry
+
+        rows = {e.model: e for e in s.scalars(select(Entry))}
+    assert rows["ok"].headline_tps == 50.5
+    assert rows["big"].headline_tps is None and rows["big"].gpu_count is None
+    assert rows.get("inf") is None or rows["inf"].concurrency is None
+    assert any("out of range" in w or "finite" in w for w in report.summary.warnings), report.summary.warnings

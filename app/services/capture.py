@@ -24,6 +24,8 @@ from app.models import Snapshot
 from app.services.warcfiles import WarcStore
 from archive.citeid import citation_id_for_record
 from archive.fetcher import Limits
+from archive.surt import InvalidURL
+from archive.urls import check_url
 from archive.prepare import FetchedHop, ProcessStage, ThreadStage
 from archive.timestamps import bump, parse_ts17
 from archive.warcwriter import build_record, build_revisit
@@ -99,9 +101,28 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
     ``source_info``: the block of a ``metadata`` record written beside each final response, naming the
     source it was crawled for (``app.services.reindex.source_metadata``), so the WARC files alone
     can rebuild the sources."""
-    results: list[CaptureResult | None] = [None] * len(urls)
     if not urls:
         return []
+    bad: dict[int, str] = {}
+    for i, u in enumerate(urls):
+        try:
+            check_url(u)
+        except InvalidURL as exc:
+            bad[i] = f"not fetched: {exc}"
+    if bad:  # refused URLs fail alone, with the reason; the others are captured
+        good = [i for i in range(len(urls)) if i not in bad]
+        done = iter(capture_urls(db, [urls[i] for i in good], source_id=source_id, progress=progress, notice=notice,
+                                 workers=workers, processes=processes, source_info=source_info) if good else [])
+        out = []
+        for i in range(len(urls)):
+            if i in bad:
+                r = CaptureResult(url=urls[i], error=bad[i])
+                _tell(progress, r)
+                out.append(r)
+            else:
+                out.append(next(done))
+        return out
+    results: list[CaptureResult | None] = [None] * len(urls)
     if processes is None:
         processes = default_processes(db.settings, len(urls), workers)
     with WarcStore(db, notice=notice) as store:

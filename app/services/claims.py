@@ -106,9 +106,16 @@ class SourceState:
         return cls(source_id, known)
 
 
+INT_LIMIT = 2**63 - 1  # what SQLite and PostgreSQL BIGINT hold
+FLOAT_LIMIT = 1e15  # no throughput, count or length in a claim comes near this
+
+
 def _jsonable(value: Any) -> Any:
-    """A value as it round-trips through a JSON column (tuples become lists, NaN becomes None)."""
+    """A value as it round-trips through a JSON column (tuples become lists; NaN, infinities and
+    integers no database column holds become None)."""
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value <= INT_LIMIT:
         return None
     if isinstance(value, (list, tuple)):
         return [_jsonable(v) for v in value]
@@ -130,14 +137,25 @@ def _coerce(name: str, value: Any, warnings: list[str]) -> Any:
         return None
     try:
         if kind is int:
-            f = float(value)
-            if not f.is_integer():
-                raise ValueError
-            return int(f)
+            if isinstance(value, int) and not isinstance(value, bool):
+                n = value
+            else:
+                f = float(value)
+                if not math.isfinite(f) or not f.is_integer():
+                    raise ValueError
+                n = int(f)
+            if not -INT_LIMIT <= n <= INT_LIMIT:
+                warnings.append(f"{name}: {value!r} is out of range; left out of the entry's columns")
+                return None
+            return n
         if kind is float:
-            return float(value)
+            f = float(value)
+            if not math.isfinite(f) or abs(f) > FLOAT_LIMIT:
+                warnings.append(f"{name}: {value!r} is not a finite figure in range; left out of the entry's columns")
+                return None
+            return f
         return str(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         warnings.append(f"{name}: {value!r} is not a {kind.__name__}; left out of the entry's columns")
         return None
 

@@ -15,17 +15,18 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.errors import BadRequest, Conflict, NotFound
+from archive.surt import InvalidURL
+from archive.urls import check_url
 from app.models import Entry, Snapshot, Source, utcnow
 
 KINDS = ("json", "html", "markdown", "text")
 
 
 def _check_url(url: str) -> str:
-    url = (url or "").strip()
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise BadRequest(f"{url!r} is not an http(s) URL. Give the full address, e.g. https://example.org/leaderboard.")
-    return url
+    try:
+        return check_url(url)
+    except InvalidURL as exc:
+        raise BadRequest(f"{exc}. Give the full address, e.g. https://example.org/leaderboard.") from None
 
 
 def check_kind(kind: str | None) -> str | None:
