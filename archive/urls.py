@@ -31,8 +31,10 @@ def check_url(url: str) -> str:
         parts.port  # noqa: B018 - raises on a bad port
     except ValueError as exc:
         raise InvalidURL(f"{shown!r} is not a valid URL ({exc})") from None
-    if parts.scheme.lower() not in ("http", "https") or not host:
-        raise InvalidURL(f"{shown!r} is not an http(s) URL with a host, e.g. https://example.org/page")
+    if parts.scheme.lower() not in ("http", "https"):
+        raise InvalidURL(f"only http and https URLs can be captured: {shown!r} is not an http(s) URL")
+    if not host:
+        raise InvalidURL(f"{shown!r} names no host; give the full address, e.g. https://example.org/page")
     if re.fullmatch(r"[0-9a-fA-Fx.]+", host) and re.search(r"\d", host) and not re.search(r"[g-wyzG-WYZ]", host):
         try:
             canonical = str(ipaddress.IPv4Address(host))

@@ -108,7 +108,7 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
         try:
             check_url(u)
         except InvalidURL as exc:
-            bad[i] = f"not fetched: {exc}"
+            bad[i] = str(exc)
     if bad:  # refused URLs fail alone, with the reason; the others are captured
         good = [i for i in range(len(urls)) if i not in bad]
         done = iter(capture_urls(db, [urls[i] for i in good], source_id=source_id, progress=progress, notice=notice,
