@@ -183,6 +183,18 @@ class Page:
                 span = (span[0] if span[1] else b.start, b.end)
             if b.kind in ("table", "code") and (title or intro):
                 break
+        if sum(len(x) for x in intro) < 100:
+            # no opening paragraph (a thread whose title is followed by metadata): the first section's
+            # text (the original post) introduces the page
+            first = next((i for i, b in enumerate(self.blocks) if b.kind == "heading" and b.text != title), None)
+            if first is not None:
+                level = self.blocks[first].level
+                for b in self.blocks[first + 1:]:
+                    if b.kind == "heading" and b.level <= level:
+                        break
+                    if b.kind == "text" and sum(len(x) for x in intro) < 3000:
+                        intro.append(b.text)
+                        span = (span[0] if span[1] else b.start, b.end)
         return title, " ".join(intro)[:3000], span
 
     def scopes(self, blk: Block | None) -> list[tuple[str, tuple[int, int], bool]]:
