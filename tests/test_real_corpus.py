@@ -32,7 +32,7 @@ FIELDS_SCORED = ("hardware", "engine", "scope", "concurrency", "draft_tokens", "
 # (docs/parsers.md states the target and the measured figures side by side).
 TARGET = 0.95
 GATE_PRECISION = 0.90      # measured 0.97 on 48 pages (docs/parsers.md); margin for pages labelled later
-GATE_RECALL = 0.85         # measured 0.92
+GATE_RECALL = 0.85         # measured 0.93
 
 
 def committed_labels() -> list[Path]:
