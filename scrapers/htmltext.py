@@ -23,6 +23,15 @@ def html_to_text(html: str, tables: bool = True, prose: bool = True) -> tuple[st
     title_el = tree.xpath("//title")
     title = " ".join(title_el[0].text_content().split()) if title_el else ""
     out: list[str] = []
+    if not tables and not prose:     # only headings and <pre> blocks: no walk over every table cell
+        for el in tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6|//pre"):
+            if el.tag == "pre":
+                out.append("```\n" + el.text_content().strip("\n") + "\n```")
+            else:
+                out.append("#" * int(el.tag[1]) + " " + " ".join(el.text_content().split()))
+        if not any(x.startswith("```") for x in out):
+            return title, ""
+        return title, "\n\n".join(out)
     for el in tree.iter():
         tag = el.tag if isinstance(el.tag, str) else ""
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
