@@ -15,6 +15,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import RedirectResponse
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.errors import BadRequest
 from app.main import get_session
@@ -68,7 +69,12 @@ async def flag_decision(flag_id: int, request: Request, user: User = Depends(aut
         body = DecisionBody(**{k: data.get(k) for k in ("action", "note") if data.get(k) is not None})
     except Exception:
         raise BadRequest('Send both "action" (confirm or dismiss) and "note" (why).') from None
-    result = decisions.decide(session, user, flag_id, body.action, body.note, settings=request.app.state.settings)
+    def record():  # in a worker thread and committed there: a write must never block the event loop
+        done = decisions.decide(session, user, flag_id, body.action, body.note, settings=request.app.state.settings)
+        session.commit()
+        return done
+
+    result = await run_in_threadpool(record)
     nxt = data.get("next") if is_form else None
     if nxt and nxt.startswith("/") and not nxt.startswith("//") and not urlsplit(nxt).netloc:
         return RedirectResponse(nxt, status_code=303)

@@ -304,18 +304,21 @@ def start_session(session: Session, settings: Settings, user: User, client: str 
     return _serializer(settings, "session").dumps({"s": token})
 
 
+def set_session_cookie(response, settings: Settings, cookie: str):
+    """Put the signed session cookie (from ``start_session``) on ``response``."""
+    response.set_cookie(SESSION_COOKIE, cookie, max_age=SESSION_MAX_AGE, path="/", httponly=True, samesite="lax",
+                        secure=settings.base_url.startswith("https://"))
+    response.delete_cookie(PRESESSION_COOKIE, path="/")
+    return response
+
+
 def login_response(response, settings: Settings, user: User, session: Session, request: Request | None = None):
     """Start a server-side session for ``user`` and set its signed cookie on ``response``."""
     client = None
     if request is not None:
         host = request.client.host if request.client else "?"
         client = f"{host} {request.headers.get('user-agent', '')}"[:200]
-    response.set_cookie(
-        SESSION_COOKIE, start_session(session, settings, user, client), max_age=SESSION_MAX_AGE,
-        path="/", httponly=True, samesite="lax", secure=settings.base_url.startswith("https://"),
-    )
-    response.delete_cookie(PRESESSION_COOKIE, path="/")
-    return response
+    return set_session_cookie(response, settings, start_session(session, settings, user, client))
 
 
 def logout(session: Session, request: Request) -> None:

@@ -47,13 +47,26 @@ async def login(request: Request, session: Session = Depends(get_session)):
         resp = render(request, "login.html", data, as_json=False, status=429, json_href=None)
         resp.headers["Retry-After"] = str(wait)
         return resp
-    user = await run_in_threadpool(auth.authenticate, session, username, str(form.get("password") or ""))
+    def check_and_start():
+        # The password check (tens of ms), the rehash and the new session row, committed in the worker
+        # thread: nothing here may block the event loop on the database's write lock.
+        user = auth.authenticate(session, username, str(form.get("password") or ""))
+        cookie = auth.start_session(session, settings, user, _client(request)) if user is not None else None
+        session.commit()
+        return user, cookie
+
+    user, cookie = await run_in_threadpool(check_and_start)
     if user is None:
         auth.login_failed(settings, username, client)
         data = {"next": target, "error": "Wrong username or password. Accounts are made with `caveat user add NAME`.",
                 "username": username}
         return render(request, "login.html", data, as_json=False, status=401, json_href=None)
-    return auth.login_response(redirect(target), settings, user, session, request)
+    return auth.set_session_cookie(redirect(target), settings, cookie)
+
+
+def _client(request: Request) -> str:
+    host = request.client.host if request.client else "?"
+    return f"{host} {request.headers.get('user-agent', '')}"[:200]
 
 
 @router.post("/logout")
@@ -61,5 +74,10 @@ async def logout(request: Request, session: Session = Depends(get_session),
                  user: User | None = Depends(auth.current_user)):
     form = await request.form()
     auth.check_csrf(request, form.get("csrf_token"))
-    auth.logout(session, request)
+
+    def end():
+        auth.logout(session, request)
+        session.commit()
+
+    await run_in_threadpool(end)
     return auth.logout_response(redirect("/queue"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
+from starlette.concurrency import run_in_threadpool
 
 from app.errors import BadRequest, NotFound
 from app.main import get_session
@@ -42,11 +43,16 @@ async def entry_decision(entry_id: int, request: Request, session: Session = Dep
         flag_id = int(form.get("flag_id") or "")
     except ValueError:
         raise BadRequest("The form did not say which flag; reload the entry page and use its buttons.") from None
-    flag = session.get(Flag, flag_id)
-    if flag is None or flag.entry_id != entry_id:
-        raise NotFound(f"Entry {entry_id} has no flag {flag_id}; reload the entry page.")
-    result = decide(session, user, flag_id, str(form.get("action") or ""), str(form.get("note") or ""),
-                    settings=request.app.state.settings)
+    def record():  # in a worker thread and committed there: a write must never block the event loop
+        flag = session.get(Flag, flag_id)
+        if flag is None or flag.entry_id != entry_id:
+            raise NotFound(f"Entry {entry_id} has no flag {flag_id}; reload the entry page.")
+        done = decide(session, user, flag_id, str(form.get("action") or ""), str(form.get("note") or ""),
+                      settings=request.app.state.settings)
+        session.commit()
+        return done
+
+    result = await run_in_threadpool(record)
     return redirect(f"/entries/{entry_id}?decided={result['id']}#flag-{flag_id}")
 
 
