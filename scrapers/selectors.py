@@ -50,21 +50,31 @@ def pin_in_order(entries, text: str) -> None:
     if not text:
         return
     cursor = 0
+    find = text.find
+    n = len(text)
     for e in entries:
-        head = e.quotes.get("headline_tps")
-        if head and "headline_tps" not in e.selectors:
-            i = text.find(head, cursor)
+        sels = e.selectors
+        quotes = e.quotes
+        head = quotes.get("headline_tps")
+        if head and "headline_tps" not in sels:
+            i = find(head, cursor)
             if i < 0:
-                i = text.find(head)
+                i = find(head)
             if i >= 0:
-                e.selectors["headline_tps"] = selector(text, i, i + len(head))
+                j = i + len(head)
+                sels["headline_tps"] = {"exact": head, "prefix": text[i - CONTEXT if i > CONTEXT else 0:i],
+                                        "suffix": text[j:j + CONTEXT], "start": i, "end": j}
                 cursor = i
-        for f, q in e.quotes.items():
-            if f in e.selectors or not q:
+        for f, q in quotes.items():
+            if not q or f in sels:
                 continue
-            j = find_near(text, q, cursor)
-            if j >= 0:
-                e.selectors[f] = selector(text, j, j + len(q))
+            k = find(q, cursor, cursor + 200 if cursor + 200 < n else n)   # the same row, just after its figure
+            if k < 0:
+                k = find_near(text, q, cursor)
+            if k >= 0:
+                j = k + len(q)
+                sels[f] = {"exact": q, "prefix": text[k - CONTEXT if k > CONTEXT else 0:k],
+                           "suffix": text[j:j + CONTEXT], "start": k, "end": j}
 
 
 def find_near(text: str, quote: str, at: int, reach: int = 4000) -> int:
