@@ -42,7 +42,8 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
         for e in result.entries:
             classify_entry(e)
         pin_in_order(result.entries, text)
-        if result.entries and len(text) <= HTML_TEXT_MAX_CHARS and re.search(r"<pre\b", text, re.I):
+        if result.entries and len(text) <= HTML_TEXT_MAX_CHARS and \
+                (re.search(r"<pre\b", text, re.I) or len(re.findall(r"<table\b", text[:HTML_TEXT_MAX_CHARS], re.I)) > 1):
             # the tables were read; the page's <pre> blocks and prose may hold more (pasted tool output)
             from scrapers.htmltext import read_html_text
             from scrapers.pipeline import merge_prose

@@ -11,6 +11,20 @@ from scrapers.fields import ParseResult
 _BLOCKS = {"p", "li", "blockquote", "dd", "dt", "figcaption", "caption", "div"}
 
 
+def _pipe_table(el) -> str:
+    """An HTML table as a pipe table (the caption above it kept as a line)."""
+    lines = []
+    cap = el.xpath("./caption")
+    if cap:
+        lines.append(" ".join(cap[0].text_content().split()) + "\n")
+    for i, tr in enumerate(el.xpath(".//tr")):
+        cells = [" ".join(c.text_content().split()).replace("|", "/") for c in tr if c.tag in ("td", "th")]
+        lines.append("| " + " | ".join(cells) + " |")
+        if i == 0:
+            lines.append("|" + " --- |" * len(cells))
+    return "\n".join(lines)
+
+
 def html_to_text(html: str, tables: bool = True, prose: bool = True) -> tuple[str, str]:
     import lxml.html
 
@@ -23,15 +37,25 @@ def html_to_text(html: str, tables: bool = True, prose: bool = True) -> tuple[st
     title_el = tree.xpath("//title")
     title = " ".join(title_el[0].text_content().split()) if title_el else ""
     out: list[str] = []
-    if not tables and not prose:     # only headings and <pre> blocks: no walk over every table cell
-        for el in tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6|//pre"):
+    if not tables and not prose:
+        # headings, <pre> blocks and the tables the <table> reader passed over (no walk over every cell)
+        from scrapers.html import read_table as read_html_table
+        from scrapers.rows import is_entry_table
+
+        found = False
+        for el in tree.xpath("//h1|//h2|//h3|//h4|//h5|//h6|//pre|//table[not(ancestor::table)]"):
             if el.tag == "pre":
                 out.append("```\n" + el.text_content().strip("\n") + "\n```")
+                found = True
+            elif el.tag == "table":
+                got = read_html_table(el)
+                if got is None or is_entry_table(got[0]):
+                    continue       # read already
+                out.append(_pipe_table(el))
+                found = True
             else:
                 out.append("#" * int(el.tag[1]) + " " + " ".join(el.text_content().split()))
-        if not any(x.startswith("```") for x in out):
-            return title, ""
-        return title, "\n\n".join(out)
+        return (title, "\n\n".join(out)) if found else (title, "")
     for el in tree.iter():
         tag = el.tag if isinstance(el.tag, str) else ""
         if tag in ("h1", "h2", "h3", "h4", "h5", "h6"):
@@ -39,14 +63,7 @@ def html_to_text(html: str, tables: bool = True, prose: bool = True) -> tuple[st
         elif tag == "pre":
             out.append("```\n" + el.text_content().strip("\n") + "\n```")
         elif tag == "table" and not el.xpath("ancestor::table") and tables:
-            rows = el.xpath(".//tr")
-            lines = []
-            for i, tr in enumerate(rows):
-                cells = [" ".join(c.text_content().split()).replace("|", "/") for c in tr if c.tag in ("td", "th")]
-                lines.append("| " + " | ".join(cells) + " |")
-                if i == 0:
-                    lines.append("|" + " --- |" * len(cells))
-            out.append("\n".join(lines))
+            out.append(_pipe_table(el))
         elif prose and tag in _BLOCKS and not el.xpath("ancestor::pre|ancestor::table|ancestor::p|ancestor::li"):
             if tag == "div" and el.xpath(".//p|.//li|.//pre|.//table|.//div|.//h1|.//h2|.//h3"):
                 continue

@@ -253,3 +253,16 @@ def test_memory_stays_bounded_on_a_large_text():
     grown_kb, warned = out.stdout.split()
     assert warned == "True"
     assert int(grown_kb) * 1024 < 3 * 50_000_000, f"grew {int(grown_kb) / 1024:.0f} MB"
+
+
+def test_html_tables_the_table_reader_passes_over_are_read_by_meaning():
+    html = (b"<html><body><h1>Llama-3-8B on two cards</h1><table><tr><th>Model</th><th>GPU</th><th>Tokens/s</th></tr>"
+            b"<tr><td>Llama-3-8B</td><td>RTX 4090</td><td>120.5</td></tr></table>"
+            b"<h2>Per-card decode speed (tok/s)</h2><table><tr><th>Model</th><th>3090Ti</th><th>4090</th></tr>"
+            b"<tr><td>Llama-3-8B</td><td>98.1</td><td>121.3</td></tr></table></body></html>")
+    r = scrapers.parse(html, kind="html")
+    got = {(e.fields["headline_tps"], e.fields.get("hardware")) for e in r.entries}
+    assert got == {(120.5, "RTX 4090"), (98.1, "3090Ti"), (121.3, "4090")}
+    for e in r.entries:
+        sel = e.selectors["headline_tps"]
+        assert r.text[sel["start"]:sel["end"]] == e.quotes["headline_tps"]
