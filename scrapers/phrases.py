@@ -68,6 +68,7 @@ _RUNS = _c(r"\b(?P<v>\d+)\s+(?:runs|repetitions|reps|trials|repeats)\b|\bn\s*=\s
            r"|(?:-r|--repetitions)\s+(?P<r>\d+)\b"
            r"|\b(?P<one>(?:a|one)\s+(?:single\s+)?(?:timed|test|benchmark)\s+(?:request|run)|single\s+(?:timed\s+)?run|ran\s+once)\b")
 _BUILD = _c(r"\bbuild\s*[:=]\s*(?P<c>[0-9a-f]{7,40})\s*\((?P<n>\d+)\)")
+_BTAG = _c(r"(?<![\w-])b(?P<n>\d{3,6})-(?P<c>[0-9a-f]{7,40})\b")
 _COMMIT = _c(r"\b(?:commit|sha|rev(?:ision)?|@)\s*[:=]?\s*(?P<c>[0-9a-f]{7,40})\b")
 _IMAGE = _c(r"(?P<i>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:[\w][\w.+-]*(?:@sha256:[0-9a-f]{8,64}…?)?|"
             r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*@sha256:[0-9a-f]{8,64})")
@@ -185,6 +186,10 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
         if m:
             _put(out, "engine_commit", m.group("c"), m.group("c"))
             _put(out, "engine_version", m.group("n"), m.group("n"))
+    m = _BTAG.search(text)
+    if m:      # llama.cpp release tags: b7522-849d02110
+        _put(out, "engine_version", "b" + m.group("n"), "b" + m.group("n"))
+        _put(out, "engine_commit", m.group("c"), m.group("c"))
     m = _COMMIT.search(text)
     if m:
         _put(out, "engine_commit", m.group("c"), m.group("c"))
