@@ -344,6 +344,8 @@ def test_ruleset_version_bumped_for_the_scope_rules():
 
 def test_short_shape_reads_the_runs_own_context_from_its_prompt():
     assert "short_shape" in fired(dict(CLEAN, test="pp4096", gen_tokens=None, context_length=None))
+    # a prefill figure's prompt is its workload, not a short context of a decode run
+    assert "short_shape" not in fired(dict(CLEAN, test="pp4096", gen_tokens=None, context_length=None, phase="prefill"))
     assert "short_shape" not in fired(dict(CLEAN, test="pp16384", gen_tokens=None, context_length=None))
     f = dict(CLEAN, test=None, gen_tokens=2048, prompt_tokens=2048, context_length=None)
     assert "short_shape" in fired(f)  # 2048 + 2048 tokens: a 4k context

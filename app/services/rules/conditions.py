@@ -151,7 +151,7 @@ def short_shape(f, q, ctx):
             gen, gen_field = float(m.group(1)), "test"
     ctx_len = num(f.get("context_length"))
     ctx_field = "context_length"
-    if ctx_len is None:  # the run's own context: its prompt (and generation) as stated
+    if ctx_len is None and f.get("phase") != "prefill":  # the run's own context: its prompt and generation
         m = _PP.search(text(f, "test"))
         prompt = float(m.group(1)) if m else num(f.get("prompt_tokens"))
         if prompt is not None:
