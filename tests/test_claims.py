@@ -253,3 +253,13 @@ def test_recipes_never_merge_phase_scope_concurrency_test_speculation_or_scenari
     assert rid(draft_tokens=8, label="draft 8") == rid(draft_tokens=64, label="draft 64", headline_tps=1004.9)
     # rows that state none of the new fields keep the recipe id they had
     assert recipe_key(base) == {"model": "glm-5.2", "hardware": "rtx pro 6000", "gpu_count": 4, "engine": "vllm"}
+
+
+def test_a_prose_sentence_is_not_a_scenario_label():
+    from app.services.identity import recipe_id_for, recipe_key
+
+    base = dict(model="Llama-3.1-70B", hardware="RTX 3090", gpu_count=2, phase="decode", scope="per_user")
+    a = recipe_id_for(recipe_key(dict(base, label="This configuration produces about 13 tokens/second in typical use.")))
+    b = recipe_id_for(recipe_key(dict(base, label="Up from 9 tokens/second with only the 3090s.")))
+    assert a == b  # two sentences about one setup: one recipe
+    assert recipe_id_for(recipe_key(dict(base, label="fp8 KV"))) != recipe_id_for(recipe_key(dict(base, label="nvfp4 KV")))

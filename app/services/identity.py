@@ -165,9 +165,18 @@ def entry_keys(rows: Iterable[dict]) -> list[str]:
     return keys
 
 
+def _scenario_label(label: str) -> bool:
+    """A row or group label that names a configuration ("fp8 KV", "Estonia suite", "c2, 5 runs"), not
+    the sentence a prose figure came from: short, few words, no sentence punctuation."""
+    text = " ".join(label.split())
+    return 0 < len(text) <= 48 and len(text.split()) <= 6 and not re.search(r"[.!?]\s|[.!?]$|\n", label.strip())
+
+
 def recipe_key(fields: dict) -> dict | None:
     """The normalised configuration of a row, or None when it names neither model nor hardware."""
     key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS + SCOPE_FIELDS}
+    if key.get("label") and not _scenario_label(str(fields.get("label"))):
+        key["label"] = None  # a sentence of prose, not a row's configuration name
     if key["model"] is None and key["hardware"] is None:
         return None
     if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
