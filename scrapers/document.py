@@ -16,6 +16,7 @@ from scrapers.fields import ParseResult
 
 
 MAX_CHARS = 4_000_000        # a document is read up to here (its snapshot keeps every byte)
+HTML_MAX_CHARS = 64_000_000  # HTML tables are read by lxml in linear time: a 100,000-row board is ~17 M
 CLASSIC_MAX_CHARS = 60_000
 HTML_TEXT_MAX_CHARS = 400_000    # an HTML page's prose and <pre> blocks are read too, up to here
 
@@ -23,10 +24,11 @@ HTML_TEXT_MAX_CHARS = 400_000    # an HTML page's prose and <pre> blocks are rea
 def read(text: str, *, kind: str, content_type: str | None, result: ParseResult, raw: bytes | None = None) -> ParseResult:
     from scrapers import pipeline
 
-    if len(text) > MAX_CHARS and kind != "json":
-        result.warnings.append(f"the document has {len(text):,} characters; read the first {MAX_CHARS:,} "
+    limit = HTML_MAX_CHARS if kind == "html" else MAX_CHARS
+    if len(text) > limit and kind != "json":
+        result.warnings.append(f"the document has {len(text):,} characters; read the first {limit:,} "
                                "(the snapshot keeps all of it)")
-        text = text[:MAX_CHARS]
+        text = text[:limit]
 
     if kind == "json":
         from scrapers import jsondoc
