@@ -21,6 +21,9 @@ from scrapers.meaning import concurrency_of
 WIDE_FIELDS = ("model", "hardware", "gpu_count", "engine", "engine_version", "engine_commit", "engine_image",
                "quantization", "tp", "pp", "ep", "dcp", "spec_method", "draft_tokens", "proposer")
 NARROW_FIELDS = ("concurrency", "n_runs", "prompt")
+# Conditions of the run a section or a page states once for all its figures: clocks, power limit, KV
+# cache dtype, context and generation lengths (a figure's own words still win).
+CONDITION_FIELDS = ("clocks", "power", "kv_cache", "context_length", "gen_tokens", "prompt_tokens")
 SPEC_FIELDS = ("spec_method", "draft_tokens", "proposer")
 CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-](?:spec|MTP|draft|eagle)|"
                     r"\bMTP[\s:=-]*(?:off|disabled|none)\b|\bspec(?:ulative)?(?:\s+decoding)?[\s:=-]*(?:off|disabled|none)\b|"
@@ -107,8 +110,12 @@ def facts(text: str, narrow: bool = False) -> tuple:
     for f, vq in pagefacts.facts("", plain).items():
         if f in WIDE_FIELDS:
             out.setdefault(f, vq)
+    stated = phrases.extract(text[:_MAX_SCOPE_TEXT], strict=True)
+    for f in CONDITION_FIELDS:
+        if f in stated and not (f == "context_length" and isinstance(stated[f][0], int) and stated[f][0] < 256):
+            out.setdefault(f, stated[f])  # (a "context" of 2 is a flag's argument misread, not a length)
     if narrow:
-        for f, vq in phrases.extract(text[:_MAX_SCOPE_TEXT], strict=True).items():
+        for f, vq in stated.items():
             if f in ("n_runs", "prompt"):
                 out.setdefault(f, vq)
         c = concurrency_of(text[:_MAX_SCOPE_TEXT])

@@ -53,6 +53,7 @@ FIELDS: dict[str, type | tuple] = {
     # conditions and people
     "clocks": str,              # locked/raised clocks as stated
     "power": str,               # power limit as stated ("450 W")
+    "kv_cache": str,            # KV cache dtype as stated ("fp8", "q4_0", "nvfp4_ds_mla")
     "submitter": str,
     "date": str,                # as written, ISO when unambiguous
     "command": str,             # the published command line

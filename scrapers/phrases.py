@@ -64,6 +64,13 @@ _CLOCKS = _c(r"\b(?:locked\s+clocks?|clocks?\s+(?:locked|raised|pinned)(?:\s+(?:
 _POWER = _c(r"(?:power\s*(?:limit|cap)?\s*(?:of|at|=|:)?\s*|-pl\s*|\bat\s+)?(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b(?!/)")
 _POWER_STRICT = _c(r"(?:power[\s-]*(?:limit(?:ed)?|cap(?:ped)?)\s*(?:of|at|to|=|:)?\s*|-pl\s*)(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b"
                    r"|(?P<w>\d{2,4}\s?W)\s+power[\s-]*(?:limit|cap)")
+_KV_CACHE = _c(r"(?:--kv[-_]cache[-_]dtype|kv[-_]cache[-_]dtype|--cache[-_]type[-_][kv]|(?<![\w-])-ct[kv]|"
+               r"cache[-_]type[-_][kv]|\bKV[- ]cache(?:\s+(?:dtype|type|quantization|precision))?)\s*[=:]?\s*[\"'`]?"
+               r"(?P<v>(?:nv)?fp[48]\w*|q[2-8]_\w+|int[48]|bf16|f16|fp16|e[45]m\d\w*|auto)\b")
+_GEN_TOK = _c(r"(?:--random[-_]output[-_]len|--output[-_]len|--max[-_]tokens|--max[-_]new[-_]tokens|--n[-_]predict|"
+              r"(?<![\w-])-n|\boutput\s+(?:length|len|tokens))\s*[=:]?\s*(?P<v>\d{1,6})\b")
+_IN_TOK = _c(r"(?:--random[-_]input[-_]len|--input[-_]len|(?<![\w-])-p|\binput\s+(?:length|len|tokens))\s*[=:]?\s*"
+             r"(?P<v>\d{1,7})\b(?!\s*[\"'])")
 _RUNS = _c(r"\b(?P<v>\d+)\s+(?:runs|repetitions|reps|trials|repeats)\b|\bn\s*=\s*(?P<n>\d+)\b|best\s+of\s+(?P<b>\d+)"
            r"|(?:-r|--repetitions)\s+(?P<r>\d+)\b"
            r"|\b(?P<one>(?:a|one)\s+(?:single\s+)?(?:timed|test|benchmark)\s+(?:request|run)|single\s+(?:timed\s+)?run|ran\s+once)\b")
@@ -177,6 +184,16 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
     if m:
         v = m.group("v") or m.group("w")
         _put(out, "power", v, v)
+    if "cache" in low or "-ct" in low:
+        m = _KV_CACHE.search(text)
+        if m:
+            _put(out, "kv_cache", m.group("v"), m.group(0))
+    m = _GEN_TOK.search(text)
+    if m:
+        _put(out, "gen_tokens", int(m.group("v")), m.group(0))
+    m = _IN_TOK.search(text)
+    if m:
+        _put(out, "prompt_tokens", int(m.group("v")), m.group(0))
     m = _RUNS.search(text)
     if m:
         _put(out, "n_runs", 1 if m.group("one") else int(m.group("v") or m.group("n") or m.group("b") or m.group("r")),

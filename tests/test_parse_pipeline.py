@@ -266,3 +266,14 @@ def test_html_tables_the_table_reader_passes_over_are_read_by_meaning():
     for e in r.entries:
         sel = e.selectors["headline_tps"]
         assert r.text[sel["start"]:sel["end"]] == e.quotes["headline_tps"]
+
+
+def test_a_section_states_the_conditions_of_its_figures_once():
+    """Clocks, power limit, KV cache dtype and run lengths stated once in a section reach its figures."""
+    page = ("# Bench\n\n## Setup\n\nAll runs: clocks locked at 2100 MHz, power limited to 300 W, "
+            "`--kv-cache-dtype fp8 --max-model-len 4096`, `--random-output-len 128`.\n\n"
+            "| model | GPU | tok/s |\n| --- | --- | --- |\n| Qwen3-8B | RTX 4090 | 120.5 |\n")
+    r = scrapers.parse(page.encode(), kind="markdown", content_type="text/markdown; charset=utf-8")
+    (e,) = r.entries
+    assert e.fields["power"] == "300 W" and "locked" in e.fields["clocks"]
+    assert e.fields["kv_cache"] == "fp8" and e.fields["context_length"] == 4096 and e.fields["gen_tokens"] == 128

@@ -371,3 +371,12 @@ def test_aggregate_under_a_compound_header_naming_several_levels_is_not_mislabel
     assert "aggregate_as_single_stream" not in fired(f, Context(page_singles=2))
     assert "aggregate_as_single_stream" in fired(dict(f, headline_label="Decode, single stream (tok/s)"),
                                                   Context(page_singles=2))
+
+
+def test_lossy_setting_reads_the_kv_cache_field_and_short_shape_spares_prefill_generation():
+    assert "lossy_setting" in fired(dict(CLEAN, kv_cache="q4_0"))
+    assert "lossy_setting" in fired(dict(CLEAN, kv_cache="nvfp4_ds_mla"))
+    assert "lossy_setting" not in fired(dict(CLEAN, kv_cache="fp8"))
+    pp = dict(CLEAN, test="pp16384", phase="prefill", gen_tokens=128, context_length=None)
+    assert "short_shape" not in fired(pp)  # its speed does not depend on the 128 tokens generated after it
+    assert "short_shape" in fired(dict(pp, phase="decode", test="tg128"))

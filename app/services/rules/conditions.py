@@ -121,6 +121,10 @@ _NEGATED = re.compile(r"\b(?:disabled|turned off|not used|not enabled|without|of
       "lossy): the output is not what the model would produce.")
 def lossy_setting(f, q, ctx):
     hit = search(f, ("command", "notes", "quantization", "label"), _LOSSY, negation=_NEGATED)
+    kv = text(f, "kv_cache").strip()
+    if not hit and kv and _LOW_BIT.match(kv):
+        return {"numbers": {"kv_cache": kv}, "explanation": f"The KV cache is stored below 8 bit ({kv}).",
+                "quotes": [quote(f, q, "kv_cache")]}
     if not hit:
         extra = f.get("_extra") if isinstance(f.get("_extra"), dict) else {}
         for key, value in extra.items():  # a KV cache type column: llama-bench's type_k / type_v, ...
@@ -157,7 +161,8 @@ def short_shape(f, q, ctx):
         if prompt is not None:
             ctx_len, ctx_field = prompt + (gen or 0), ("test" if m else "prompt_tokens")
     reasons, numbers, quotes = [], {}, []
-    if gen is not None and gen <= 128:
+    if gen is not None and gen <= 128 and (f.get("phase") != "prefill" or gen_field == "test"):
+        # (a prefill figure does not depend on how many tokens were generated after it)
         reasons.append(f"{gen:g} generated tokens")
         numbers["gen_tokens"] = int(gen)
         quotes.append(quote(f, q, gen_field))
