@@ -39,6 +39,7 @@ SHADOWED = {
     "origin-agent-cluster", "accept-ch", "location",
 }
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+_CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Archived documents run with no scripts, in an opaque origin, and may not fetch anything but our own
 # pages: the sandbox has no allow-scripts and no allow-same-origin.
 CSP_SANDBOX = "sandbox; default-src 'none'; img-src 'self' data:; style-src 'self' 'unsafe-inline'; " \
@@ -176,7 +177,7 @@ def raw_parts(stored: StoredResponse, *, url: str = "", replay_url=None) -> tupl
     location = None
     for k, v in stored.headers:
         low = k.lower()
-        v = str(v).replace("\r", " ").replace("\n", " ")
+        v = _CONTROL.sub(" ", str(v))  # a control character in a value would make the server drop the connection
         if low == "transfer-encoding" and "chunked" in v.lower():
             chunked = True
         if low == "location":
