@@ -11,9 +11,15 @@ from app.cli import main
 from app.cli.context import CliContext
 
 
+def _shown(url: str) -> str:
+    """A URL as one line of output: control characters escaped, very long ones cut."""
+    text = "".join(c if c.isprintable() else repr(c)[1:-1] for c in url)
+    return text if len(text) <= 200 else text[:200] + f"... ({len(url):,} characters)"
+
+
 def _result_line(r) -> str:
     if r.error:
-        return f"error  {r.url}: {r.error}"
+        return f"error  {_shown(r.url)}: {r.error}"
     redirected = f"  (-> {r.final_url})" if r.final_url and r.final_url != r.url else ""
     kind = "  revisit" if r.snapshot is not None and r.snapshot.record_type == "revisit" else ""
     return f"{r.status}  {r.size:,} B  {r.citation_id}  {r.url}{redirected}{kind}"
