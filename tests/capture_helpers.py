@@ -43,3 +43,20 @@ def cli_env(settings, **extra: str) -> dict:
     env.update(CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.db_url,
                CAVEAT_ALLOW_PRIVATE_ADDRESSES="1", **extra)
     return env
+
+
+def foreign_warc(path, n: int, tag, *, repeat: int = 50) -> None:
+    """A WARC of ``n`` distinct responses written by another tool (warcio), for import and reindex tests."""
+    import hashlib
+    import io
+
+    from warcio.statusandheaders import StatusAndHeaders
+    from warcio.warcwriter import WARCWriter
+
+    with open(path, "wb") as f:
+        w = WARCWriter(f, gzip=True)
+        for i in range(n):
+            body = hashlib.sha256(f"{tag}-{i}".encode()).hexdigest().encode() * repeat
+            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
+            w.write_record(w.create_warc_record(f"http://import.test/{tag}/{i}", "response",
+                                                payload=io.BytesIO(body), http_headers=http))

@@ -163,3 +163,28 @@ def server():
     srv.start()
     yield srv
     srv.stop()
+
+
+@pytest.fixture
+def live_app(settings):
+    """The app on a real uvicorn server on 127.0.0.1 (port 0) in a thread: ``(app, base_url)``."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from app.main import create_app
+
+    app = create_app(settings)
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+    srv = uvicorn.Server(config)
+    t = threading.Thread(target=srv.run, daemon=True)
+    t.start()
+    deadline = time.monotonic() + 20
+    while not srv.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    port = srv.servers[0].sockets[0].getsockname()[1]
+    yield app, f"http://127.0.0.1:{port}"
+    srv.should_exit = True
+    t.join(10)
+    app.state.db.dispose()

@@ -4,14 +4,10 @@ and proves they did not run (Content-Security-Policy sandbox, banner outside the
 from __future__ import annotations
 
 import os
-import threading
-import time
 from pathlib import Path
 
 import pytest
-import uvicorn
 
-from app.main import create_app
 from app.services.capture import capture_urls
 
 CHROMIUM = os.environ.get("CAVEAT_CHROMIUM", "/usr/bin/chromium")
@@ -28,23 +24,6 @@ new Image().src = '{beacon}';
 </script></head>
 <body><p id="text">Steady 180 tok/s</p><img src="/no-such-image" onerror="document.title='pwned-onerror'">
 <script>document.getElementById('text').textContent = 'rewritten by script';</script></body></html>"""
-
-
-@pytest.fixture
-def live_app(settings):
-    app = create_app(settings)
-    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
-    srv = uvicorn.Server(config)
-    t = threading.Thread(target=srv.run, daemon=True)
-    t.start()
-    deadline = time.monotonic() + 20
-    while not srv.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    port = srv.servers[0].sockets[0].getsockname()[1]
-    yield app, f"http://127.0.0.1:{port}"
-    srv.should_exit = True
-    t.join(10)
-    app.state.db.dispose()
 
 
 @pytest.mark.browser

@@ -12,7 +12,7 @@ from sqlalchemy import func, select
 
 from app.models import ApiToken, Decision
 from app.services import auth
-from tests.test_browser_replay import CHROMIUM, FLAGS, live_app  # noqa: F401  (fixture)
+from tests.test_browser_replay import CHROMIUM, FLAGS
 
 PASSWORD = "a long password 1"
 
@@ -90,7 +90,7 @@ fetch("{base}/api/flags/1/decision", {{method: "POST", mode: "no-cors", credenti
 
 
 @pytest.mark.browser
-def test_a_second_origin_cannot_act_with_the_reviewers_cookie(live_app, server):  # noqa: F811
+def test_a_second_origin_cannot_act_with_the_reviewers_cookie(live_app, server):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found; set CAVEAT_CHROMIUM to a Chromium binary")
     from playwright.sync_api import sync_playwright

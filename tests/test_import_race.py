@@ -3,8 +3,6 @@ that starts in between waits, and no imported record is ever taken for a torn ta
 
 from __future__ import annotations
 
-import hashlib
-import io
 import subprocess
 import sys
 import time
@@ -12,7 +10,7 @@ import time
 from sqlalchemy import func, select
 
 from app.models import Snapshot
-from tests.capture_helpers import REPO, cli_env, ref_tool, run, warc_files
+from tests.capture_helpers import REPO, cli_env, foreign_warc, ref_tool, run, warc_files
 from tests.test_capture_crash import assert_every_whole_record_indexed
 
 # The import, with a pause between fsyncing the copied records and committing their rows: exactly the
@@ -26,19 +24,6 @@ SLOW_COMMIT = ("import sys, time\n"
                "from app.cli import main\nmain()")
 
 
-def _foreign_warc(path, n: int, tag: str) -> None:
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    with open(path, "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        for i in range(n):
-            body = hashlib.sha256(f"{tag}-{i}".encode()).hexdigest().encode() * 50
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-            w.write_record(w.create_warc_record(f"http://import.test/{tag}/{i}", "response",
-                                                payload=io.BytesIO(body), http_headers=http))
-
-
 def _count(db) -> int:
     with db.Session() as s:
         return s.scalar(select(func.count()).select_from(Snapshot))
@@ -47,7 +32,7 @@ def _count(db) -> int:
 def test_capture_during_a_slow_import_commit_waits_and_loses_nothing(db, server, tmp_path):
     settings = db.settings
     src = tmp_path / "foreign.warc.gz"
-    _foreign_warc(src, 200, "slow")
+    foreign_warc(src, 200, "slow")
     env = cli_env(settings)
     imp = subprocess.Popen([sys.executable, "-c", SLOW_COMMIT, "import-warc", str(src)], cwd=REPO, env=env,
                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -71,7 +56,7 @@ def test_free_running_imports_and_captures_lose_nothing(db, server, tmp_path):
     procs = []
     for n in range(4):
         src = tmp_path / f"f{n}.warc.gz"
-        _foreign_warc(src, 150, f"free{n}")
+        foreign_warc(src, 150, f"free{n}")
         procs.append(subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", "import-warc",
                                        str(src)], cwd=REPO, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE))
         procs.append(subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", "capture",

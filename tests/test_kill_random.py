@@ -8,29 +8,14 @@ record indexed) must all pass.
 from __future__ import annotations
 
 import hashlib
-import io
 import os
 import random
 import signal
 import subprocess
-import sys
 import time
 
-from tests.capture_helpers import CLI, REPO, cli_env, ref_tool, run, warc_files
+from tests.capture_helpers import CLI, REPO, cli_env, foreign_warc, ref_tool, run, warc_files
 from tests.test_capture_crash import _check_index_reads_back, assert_every_whole_record_indexed
-
-
-def _foreign_warc(path, n: int, seed: int) -> None:
-    from warcio.statusandheaders import StatusAndHeaders
-    from warcio.warcwriter import WARCWriter
-
-    with open(path, "wb") as f:
-        w = WARCWriter(f, gzip=True)
-        for i in range(n):
-            body = hashlib.sha256(f"{seed}-{i}".encode()).hexdigest().encode() * 2000
-            http = StatusAndHeaders("200 OK", [("Content-Type", "text/html")], protocol="HTTP/1.1")
-            w.write_record(w.create_warc_record(f"http://import.test/{seed}/{i}", "response",
-                                                payload=io.BytesIO(body), http_headers=http))
 
 
 def test_twenty_random_kills_lose_no_fsynced_record(db, server, tmp_path):
@@ -47,7 +32,7 @@ def test_twenty_random_kills_lose_no_fsynced_record(db, server, tmp_path):
             args = ["capture", *rnd.sample(pages, 6)]
         elif op == "import":
             src = tmp_path / f"foreign-{n}.warc.gz"
-            _foreign_warc(src, 25, n)
+            foreign_warc(src, 25, n, repeat=2000)
             args = ["import-warc", str(src)]
         else:
             args = ["reindex"]

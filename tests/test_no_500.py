@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from tests.test_browser_replay import live_app  # noqa: F401  (fixture: the app on a real uvicorn server)
 
 BIG = "9" * 40
 GETS = [f"/entries/{BIG}", f"/api/entries/{BIG}", f"/audit-log?before_id={BIG}", f"/api/decisions?before_id={BIG}",
@@ -41,7 +40,7 @@ def test_citation_requests_with_bad_urls_get_a_clear_client_error(backend_client
     assert 400 <= r.status_code < 500, (body, r.status_code, r.text[:200])
 
 
-def test_schemathesis_finds_no_server_error(live_app):  # noqa: F811
+def test_schemathesis_finds_no_server_error(live_app):
     """Property-based requests (schemathesis strategies from the OpenAPI schema the running server
     publishes, run by hypothesis, bounded and derandomized) against every operation of a real uvicorn
     server on 127.0.0.1: no 5xx."""

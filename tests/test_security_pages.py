@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.replay_fixtures import add_snapshot
-from tests.test_browser_replay import CHROMIUM, FLAGS, live_app  # noqa: F401  (fixture)
+from tests.test_browser_replay import CHROMIUM, FLAGS
 
 XSS = "javascript:fetch('/api/tokens',{method:'POST'});document.title='pwned'"
 
@@ -68,7 +68,7 @@ def test_import_refuses_non_http_target_uris_and_keeps_the_rest(db, tmp_path):
 
 
 @pytest.mark.browser
-def test_a_signed_in_reviewer_clicking_an_archived_javascript_url_runs_nothing(live_app):  # noqa: F811
+def test_a_signed_in_reviewer_clicking_an_archived_javascript_url_runs_nothing(live_app):
     if not Path(CHROMIUM).exists():
         pytest.skip(f"{CHROMIUM} not found; set CAVEAT_CHROMIUM to a Chromium binary")
     from playwright.sync_api import sync_playwright

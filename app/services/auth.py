@@ -260,10 +260,6 @@ def _serializer(settings: Settings, purpose: str) -> URLSafeTimedSerializer:
     return URLSafeTimedSerializer(_secret(settings), salt=f"caveat-{purpose}")
 
 
-def _pw_fingerprint(user: User) -> str:
-    return hashlib.sha256(user.password_hash.encode("utf-8")).hexdigest()[:16]
-
-
 def _session_row(request: Request):
     """The live ``LoginSession`` the request's cookie names (cached on the request), or None."""
     if hasattr(request.state, "login_session"):
@@ -312,12 +308,15 @@ def set_session_cookie(response, settings: Settings, cookie: str):
     return response
 
 
+def client_of(request: Request) -> str:
+    """Who signed in, for `caveat user sessions`: the client address and user agent."""
+    host = request.client.host if request.client else "?"
+    return f"{host} {request.headers.get('user-agent', '')}"[:200]
+
+
 def login_response(response, settings: Settings, user: User, session: Session, request: Request | None = None):
     """Start a server-side session for ``user`` and set its signed cookie on ``response``."""
-    client = None
-    if request is not None:
-        host = request.client.host if request.client else "?"
-        client = f"{host} {request.headers.get('user-agent', '')}"[:200]
+    client = client_of(request) if request is not None else None
     return set_session_cookie(response, settings, start_session(session, settings, user, client))
 
 

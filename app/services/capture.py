@@ -103,40 +103,30 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
     can rebuild the sources."""
     if not urls:
         return []
-    bad: dict[int, str] = {}
-    for i, u in enumerate(urls):
+    results: list[CaptureResult | None] = [None] * len(urls)
+    for i, u in enumerate(urls):  # a URL that does not parse fails alone, with the reason, before any fetch
         try:
             check_url(u)
         except InvalidURL as exc:
-            bad[i] = str(exc)
-    if bad:  # refused URLs fail alone, with the reason; the others are captured
-        good = [i for i in range(len(urls)) if i not in bad]
-        done = iter(capture_urls(db, [urls[i] for i in good], source_id=source_id, progress=progress, notice=notice,
-                                 workers=workers, processes=processes, source_info=source_info) if good else [])
-        out = []
-        for i in range(len(urls)):
-            if i in bad:
-                r = CaptureResult(url=urls[i], error=bad[i])
-                _tell(progress, r)
-                out.append(r)
-            else:
-                out.append(next(done))
-        return out
-    results: list[CaptureResult | None] = [None] * len(urls)
+            results[i] = CaptureResult(url=u, error=str(exc))
+            _tell(progress, results[i])
+    todo = [i for i, r in enumerate(results) if r is None]
+    if not todo:
+        return results
     if processes is None:
-        processes = default_processes(db.settings, len(urls), workers)
+        processes = default_processes(db.settings, len(todo), workers)
     with WarcStore(db, notice=notice) as store:
         spool = spool_dir(db.settings)
         _empty_spool(spool)
-        stage = _fetch_stage(db.settings, len(urls), workers, processes)
+        stage = _fetch_stage(db.settings, len(todo), workers, processes)
         batch: list[tuple[int, list[FetchedHop]]] = []
         finished_cleanly = False
         try:
             next_i = in_flight = 0
             batch_started = 0.0
-            while next_i < len(urls) or in_flight:
-                while next_i < len(urls) and in_flight < stage.capacity:
-                    stage.submit(next_i, urls[next_i])
+            while next_i < len(todo) or in_flight:
+                while next_i < len(todo) and in_flight < stage.capacity:
+                    stage.submit(todo[next_i], urls[todo[next_i]])
                     next_i += 1
                     in_flight += 1
                 # One fsync per batch: a partial batch waits at most BATCH_WAIT for slow fetches.

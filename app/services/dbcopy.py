@@ -15,7 +15,6 @@ from typing import Callable
 
 from sqlalchemy import func, insert, select, text
 
-from app.config import Settings
 from app.db import Database
 from app.errors import BadRequest
 from app.models import Base

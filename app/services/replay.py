@@ -27,17 +27,6 @@ from archive.surt import surt
 # so a header no list foresaw (Speculation-Rules, WWW-Authenticate, Report-To, NEL, Link, Refresh, ...)
 # can never make a browser act on Caveat's origin.
 PASSED = {"content-type", "content-encoding", "content-language", "last-modified", "etag"}
-# Kept for readers of the old name: what the allow-list renames whatever else an archive holds.
-SHADOWED = {
-    "set-cookie", "set-cookie2", "content-security-policy", "content-security-policy-report-only",
-    "strict-transport-security", "public-key-pins", "clear-site-data", "transfer-encoding", "connection",
-    "keep-alive", "content-length", "date", "server", "alt-svc", "refresh", "link",
-    "access-control-allow-origin", "access-control-allow-credentials", "x-frame-options",
-    "cross-origin-opener-policy", "cross-origin-embedder-policy", "cross-origin-resource-policy",
-    "service-worker-allowed", "upgrade", "trailer", "proxy-authenticate", "speculation-rules",
-    "www-authenticate", "report-to", "nel", "reporting-endpoints", "permissions-policy",
-    "origin-agent-cluster", "accept-ch", "location",
-}
 _TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 _CONTROL = re.compile(r"[\x00-\x08\x0a-\x1f\x7f]")
 # Archived documents run with no scripts, in an opaque origin, and may not fetch anything but our own

@@ -18,8 +18,7 @@ from app.config import Settings
 from app.errors import NotFound
 from app.models import Snapshot
 from archive.citeid import normalize_citation_id
-from archive.decoding import DecodeLimits
-from archive.decoding import decode_content as _decode
+from archive.decoding import DecodeLimits, decode_content
 from archive.headers import first as first_header
 from archive.reader import RecordUnreadable, WarcRecord, read_record
 
@@ -49,11 +48,6 @@ class StoredResponse:
 
 def limits_of(settings: Settings) -> DecodeLimits:
     return DecodeLimits(max_bytes=settings.decode_max_bytes, max_ratio=settings.decode_max_ratio)
-
-
-def decode_content(raw: bytes, encoding: str | None, limits: DecodeLimits = DecodeLimits()) -> tuple[bytes, str | None]:
-    """Undo ``Content-Encoding`` within ``limits`` (see ``archive.decoding``). Returns (body, problem)."""
-    return _decode(raw, encoding, limits)
 
 
 def _read(settings: Settings, snapshot: Snapshot) -> WarcRecord:

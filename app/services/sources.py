@@ -9,7 +9,6 @@ again brings it back.
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session

@@ -121,9 +121,6 @@ class WarcStore:
                              .group_by(Snapshot.warc_file)).all()
         return {name: max(x for x in (a, b) if x is not None) for name, a, b in rows}
 
-    def indexed_end(self, name: str) -> int | None:
-        return self.indexed_ends().get(name)
-
     def reindexer(self):
         from app.services.reindex import Reindexer
 

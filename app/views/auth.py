@@ -51,7 +51,7 @@ async def login(request: Request, session: Session = Depends(get_session)):
         # The password check (tens of ms), the rehash and the new session row, committed in the worker
         # thread: nothing here may block the event loop on the database's write lock.
         user = auth.authenticate(session, username, str(form.get("password") or ""))
-        cookie = auth.start_session(session, settings, user, _client(request)) if user is not None else None
+        cookie = auth.start_session(session, settings, user, auth.client_of(request)) if user is not None else None
         session.commit()
         return user, cookie
 
@@ -62,11 +62,6 @@ async def login(request: Request, session: Session = Depends(get_session)):
                 "username": username}
         return render(request, "login.html", data, as_json=False, status=401, json_href=None)
     return auth.set_session_cookie(redirect(target), settings, cookie)
-
-
-def _client(request: Request) -> str:
-    host = request.client.host if request.client else "?"
-    return f"{host} {request.headers.get('user-agent', '')}"[:200]
 
 
 @router.post("/logout")

@@ -48,7 +48,6 @@ class Context:
     steady: list[Steady] = field(default_factory=list)    # every stated steady state in the recipe
     page_concurrency: list[int | None] = field(default_factory=list)  # other entries of the same source
     page_singles: int | None = None  # how many of them are single-stream (the audit gives this, not the list)
-    _climb: Any = None  # the recipe's climbing ladder, computed once per shared ladder (see headline.py)
 
 
 @dataclass
