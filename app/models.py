@@ -67,6 +67,7 @@ class Snapshot(Base):
         Index("ix_snapshots_surt_ts", "surt", "timestamp"),
         Index("ix_snapshots_url", "url"),
         Index("ix_snapshots_sha256", "sha256"),
+        Index("ix_snapshots_file_offset", "warc_file", "offset"),
     )
 
 

@@ -282,3 +282,18 @@ def test_db_copy_between_sqlite_and_postgresql_keeps_citations_and_answers(setti
                                "AND pid <> pg_backend_pid()"), {"n": name})
                 c.execute(text(f'DROP DATABASE IF EXISTS "{name}"'))
             admin.dispose()
+
+
+def test_opening_the_store_after_a_crawl_does_not_load_the_index(db, server, monkeypatch):
+    """A crawl leaves its metadata record after the last indexed byte; the next capture reads that tail
+    and finds nothing to index, without loading every index row (the catch-up's Reindexer)."""
+    import app.services.reindex as reindex_service
+
+    _crawl_demo(db, server)
+    built = []
+    real_init = reindex_service.Reindexer.__init__
+    monkeypatch.setattr(reindex_service.Reindexer, "__init__",
+                        lambda self, *a, **k: (built.append(1), real_init(self, *a, **k))[1])
+    notices: list[str] = []
+    assert capture_urls(db, [server.route("/next", "<p>next</p>")], notice=notices.append)[0].ok
+    assert built == [] and notices == []

@@ -26,6 +26,7 @@ from app.config import Settings
 from app.db import Database
 from app.models import Snapshot
 from archive.cdxj import CdxjRow, merge_index, write_index
+from archive.indexer import Walk, walk
 from archive.recovery import keep_aside, truncate_tail
 from archive.timestamps import ts14, ts17
 from archive.warcwriter import WarcWriter
@@ -113,13 +114,19 @@ class WarcStore:
             self.writer.close()
             self.writer = self._writer(self.settings.warc_dir / new_warc_name())
 
-    def indexed_ends(self) -> dict[str, int]:
-        """Per WARC file, the end of the last byte any ``snapshots`` row points at."""
+    def indexed_ends(self, files: list[Path]) -> dict[str, int]:
+        """Per WARC file, the end of the last byte a ``snapshots`` row points at: the last record by
+        offset and the request record written after it (one index lookup per file, not a table scan)."""
+        out: dict[str, int] = {}
         with self.db.Session() as s:
-            rows = s.execute(select(Snapshot.warc_file, func.max(Snapshot.offset + Snapshot.length),
-                                    func.max(Snapshot.request_offset + Snapshot.request_length))
-                             .group_by(Snapshot.warc_file)).all()
-        return {name: max(x for x in (a, b) if x is not None) for name, a, b in rows}
+            for path in files:
+                row = s.execute(select(Snapshot.offset + Snapshot.length,
+                                       Snapshot.request_offset + Snapshot.request_length)
+                                .where(Snapshot.warc_file == path.name)
+                                .order_by(Snapshot.offset.desc()).limit(1)).first()
+                if row is not None:
+                    out[path.name] = max(x for x in row if x is not None)
+        return out
 
     def reindexer(self):
         from app.services.reindex import Reindexer
@@ -132,11 +139,18 @@ class WarcStore:
         """Index every whole record after the last indexed byte of each of our files (records that were
         fsynced but whose rows never committed, or a database that is older or newer than the files).
         Never removes anything; returns how many records were indexed."""
-        ends = self.indexed_ends()
+        ends = self.indexed_ends(files)
         total = 0
         for path in files:
             start = ends.get(path.name, 0)
             if path.stat().st_size <= start:
+                continue
+            # Usually only the metadata record of the last crawl follows: read the tail first, and load
+            # the index for a catch-up only when whole responses without rows are there.
+            tail = Walk(path, start)
+            if not any(f.warc_type in ("response", "revisit") for f in walk(path, start, report=tail,
+                                                                            max_record_bytes=self.settings.decode_max_bytes)):
+                self._walks[path.name] = tail
                 continue
             result = self.reindexer().index_file(path, start)
             self._walks[path.name] = result.walk
