@@ -121,6 +121,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app.security import BoundedIntegers, SecurityHeaders
 
     app.add_middleware(BoundedIntegers)
+    from app.services.citations import RequestOrigin
+
+    app.add_middleware(RequestOrigin, settings=settings)  # URLs built when served: CAVEAT_BASE_URL or this origin
     app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too
     return app
 

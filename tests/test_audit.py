@@ -5,7 +5,7 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.models import Entry, Flag, Recipe
-from app.services.audit import audit_entries, flags_for_entries
+from app.services.audit import audit_entries, flag_json, flags_for_entries
 from app.services.rules import RULESET_VERSION
 from scrapers.fields import ParsedEntry
 from tests.audit_data import GLM_NOTES, entry_by_draft, glm_entries, store
@@ -27,8 +27,12 @@ def test_seed_recipe_audit_end_to_end(backend_db):
             assert rules[r].active and rules[r].ruleset_version == RULESET_VERSION
         ev = rules["headline_above_steady_state"].evidence
         assert (ev["numbers"]["ratio_to_low"], ev["numbers"]["ratio_to_high"]) == (2.69, 2.57)
-        assert rules["repeat_loop"].citation.startswith(f"http://caveat.test/c/{snap.citation_id}?q=")
-        assert ev["quotes"][0]["citation"].startswith(f"http://caveat.test/c/{snap.citation_id}?q=")
+        # stored host-free (issue 13): built into URLs when served
+        assert rules["repeat_loop"].citation.startswith(f"/c/{snap.citation_id}?q=")
+        assert ev["quotes"][0]["citation"].startswith(f"/c/{snap.citation_id}?q=")
+        served = flag_json(rules["repeat_loop"], settings=s_)
+        assert served["citation"].startswith(f"http://caveat.test/c/{snap.citation_id}?q=")
+        assert served["evidence"]["quotes"][0]["citation"].startswith("http://caveat.test/c/")
         recipe = s.scalar(select(Recipe))
         assert (recipe.quotable_tps, recipe.basis) == (373.0, "steady_state")
         q = recipe.quotable
@@ -110,6 +114,6 @@ def test_notes_quote_is_cited(db):
         _, snap, summary = store(s, glm_entries())
         audit_entries(s, db.settings, summary.entry_ids)
         q = s.scalar(select(Recipe)).quotable
-        urls = [c["url"] for c in q["citations"]]
+        urls = [c["citation"] for c in q["citations"]]
         assert any("attractor" in u for u in urls) and GLM_NOTES
         assert q["steady_state"]["citation"].endswith("?q=373%20to%20391")

@@ -123,14 +123,25 @@ def test_snapshots_api_lists_newest_first_and_shows_one(client, captured):
     assert client.get("/api/snapshots/ZZZZ-ZZZZ").json()["ok"] is False
 
 
+def _quote_link(body: dict) -> str:
+    """The quote's citation URL in an API answer (``citation`` in the API convention, ``url`` before it)."""
+    link = body.get("citation") or body["url"]
+    return link if "/c/" in link else body["url"]
+
+
 def test_quote_apis_return_the_citation_url(client, captured, settings):
     cid = captured[1].citation_id
     r = client.get(f"/api/snapshots/{cid}/quote", params={"q": "412.5"})
     assert r.status_code == 200
-    assert r.json()["url"] == quote_url(settings, cid, "412.5") == f"http://caveat.test/c/{cid}?q=412.5"
+    assert quote_url(settings, cid, "412.5") == f"http://caveat.test/c/{cid}?q=412.5"
+    # every citation Caveat emits pins one occurrence: prefix, suffix and the source position
+    link = _quote_link(r.json())
+    pinned = parse_qs(urlsplit(link).query)
+    assert pinned["q"] == ["412.5"] and pinned["prefix"][0].endswith("Qwen3-8B") and "pos" in pinned
+    assert link.startswith(f"http://caveat.test/c/{cid}?q=412.5&prefix=")
     # a quote that occurs twice gets prefix/suffix so the link names one place
     r = client.post("/api/citations", json={"snapshot": cid, "q": "steady state"})
-    u = urlsplit(r.json()["url"])
+    u = urlsplit(_quote_link(r.json()))
     params = parse_qs(u.query)
     assert params["q"] == ["steady state"] and "prefix" in params
     assert client.get(f"{u.path}?{u.query}").status_code == 200

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.db import chunked
 from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
-from app.services.citations import quote_url
+from app.services import citations
 from app.services.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
 from app.services.working import Candidate, StandingFlag, decide, lowest_steady
 
@@ -41,15 +41,20 @@ class Loaded:
     citation_id: str | None
 
 
-def cite(settings: Settings, citation_id: str | None, text: str | None) -> str | None:
-    """Citation URL of ``text`` in snapshot ``citation_id``; the snapshot itself without text."""
+def cite_ref(citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
+    """Host-free reference (``/c/ID?q=...&prefix=...&suffix=...&pos=...``) to ``text`` in snapshot
+    ``citation_id``, pinned by the parser's ``selector`` when it has one; the snapshot itself without
+    text. This is what rows store: URLs are built from it when served (``citations.absolute``)."""
     if not citation_id:
         return None
     if not text:
-        return f"{settings.base_url}/c/{citation_id}"
-    return quote_url(settings, citation_id, text)
+        return citations.quote_ref(citation_id)
+    return citations.selector_ref(citation_id, text, selector)
 
 
+def cite(settings: Settings, citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
+    """Citation URL of ``text`` in snapshot ``citation_id``; the snapshot itself without text."""
+    return citations.absolute(settings, cite_ref(citation_id, text, selector))
 
 
 def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
@@ -113,9 +118,13 @@ def _context(item: Loaded, shared: tuple[list[Rung], list[Steady]], page_singles
     return Context(entry_id=item.entry.id, ladder=shared[0], steady=shared[1], page_singles=singles)
 
 
-def _evidence(settings: Settings, finding: Finding, citation_id: str | None) -> tuple[dict, str | None]:
-    quotes = [dict(q, citation=cite(settings, citation_id, q["text"])) for q in finding.quotes]
-    first = next((q["citation"] for q in quotes if q["citation"]), None) or cite(settings, citation_id, None)
+def _evidence(settings: Settings, finding: Finding, item: "Loaded") -> tuple[dict, str | None]:
+    selectors = item.quotes.get("_selectors") or {}
+    quotes = []
+    for q in finding.quotes:
+        sel = selectors.get(q.get("field")) if isinstance(selectors, dict) else None
+        quotes.append(dict(q, citation=cite_ref(item.citation_id, q["text"], sel if isinstance(sel, dict) else None)))
+    first = next((q["citation"] for q in quotes if q["citation"]), None) or cite_ref(item.citation_id, None)
     return {"numbers": finding.numbers, "quotes": quotes}, first
 
 
@@ -146,7 +155,7 @@ def _store_flags(session: Session, settings: Settings, item: Loaded, findings: l
     fired = set()
     for f in findings:
         fired.add(f.rule)
-        evidence, citation = _evidence(settings, f, item.citation_id)
+        evidence, citation = _evidence(settings, f, item)
         flag = existing.get(f.rule)
         if flag is None:
             flag = NewFlag(entry_id=item.entry.id, rule=f.rule, severity=f.severity, explanation=f.explanation,
@@ -315,21 +324,32 @@ def reaudit_entry(session: Session, settings: Settings, entry_id: int) -> None:
     audit_entries(session, settings, [entry_id])
 
 
-def flag_json(f: Flag, *, evidence: bool = True) -> dict:
+def flag_json(f: Flag, *, evidence: bool = True, settings: Settings | None = None) -> dict:
+    """A flag as served: its stored host-free citations made absolute (``citations.absolute``)."""
     out = {"id": f.id, "rule": f.rule, "severity": f.severity, "explanation": f.explanation,
-           "citation": f.citation, "status": f.status, "active": f.active, "ruleset_version": f.ruleset_version}
+           "citation": _served(settings, f.citation), "status": f.status, "active": f.active,
+           "ruleset_version": f.ruleset_version}
     if evidence:
-        out["evidence"] = f.evidence
+        ev = dict(f.evidence or {})
+        if isinstance(ev.get("quotes"), list):
+            ev["quotes"] = [dict(q, citation=_served(settings, q.get("citation"))) if isinstance(q, dict) else q
+                            for q in ev["quotes"]]
+        out["evidence"] = ev
     return out
 
 
-def flags_for_entries(session: Session, entry_ids, *, evidence: bool = False) -> dict[int, list[dict]]:
+def _served(settings: Settings | None, ref: str | None) -> str | None:
+    return citations.absolute(settings, ref)
+
+
+def flags_for_entries(session: Session, entry_ids, *, evidence: bool = False,
+                      settings: Settings | None = None) -> dict[int, list[dict]]:
     """Active flags of each entry (dismissed ones included, with their status), most severe first."""
     out: dict[int, list[dict]] = {}
     ids = list({int(i) for i in entry_ids})
     for part in chunked(ids, CHUNK):
         for f in session.scalars(select(Flag).where(Flag.entry_id.in_(part), Flag.active.is_(True))):
-            out.setdefault(f.entry_id, []).append(flag_json(f, evidence=evidence))
+            out.setdefault(f.entry_id, []).append(flag_json(f, evidence=evidence, settings=settings))
     for flags in out.values():
         flags.sort(key=lambda d: (-SEVERITY_RANK.get(d["severity"], 0), d["rule"]))
     return out
