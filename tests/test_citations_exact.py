@@ -149,3 +149,36 @@ def test_parsed_entries_and_their_flags_cite_their_own_row(cli, server, client, 
         for q in f.evidence["quotes"]:
             if q.get("citation") and "pos=" in q["citation"]:
                 assert client.get(q["citation"]).status_code == 200
+
+
+def test_links_are_built_when_served_from_base_url_or_the_request_origin(settings, server, cli):
+    """Nothing stored names a host: changing CAVEAT_BASE_URL changes every link at once, with no
+    re-audit; unset, links name the origin the reader asked."""
+    from fastapi.testclient import TestClient
+
+    from app.config import Settings
+    from app.main import create_app
+    from app.services.audit import flags_for_entries
+
+    url = server.route("/board.html", leaderboard_html())
+    assert cli("source", "add", "board", url, "--kind", "html").exit_code == 0
+    assert cli("crawl").exit_code == 0            # audited under http://caveat.test
+    plain = {k: getattr(settings, k) for k in settings.model_fields_set if k != "base_url"}
+    for base, origin, expect in (("https://cite.example", "http://ignored.test", "https://cite.example"),
+                                 (None, "http://reader.example:8100", "http://reader.example:8100")):
+        s = Settings(**plain, **({"base_url": base} if base else {}))
+        application = create_app(s)
+        with TestClient(application, base_url=origin) as client:
+            with application.state.db.Session() as session:
+                cid = session.scalar(select(Snapshot.citation_id))
+                entry_id = session.scalar(select(Flag.entry_id))
+            j = client.get(f"/c/{cid}.json").json()
+            assert j["citation_url"] == f"{expect}/c/{cid}" and j["raw_url"].startswith(f"{expect}/web/")
+            q = client.get(f"/c/{cid}.json", params={"q": "1,004.9"}).json()
+            assert q["quote_url"].startswith(f"{expect}/c/{cid}?q=1%2C004.9")
+            assert q["cite"]["short_link"] == f"{expect}/c/{cid}"
+        application.state.db.dispose()
+        with application.state.db.Session() as session:   # outside a request: CAVEAT_BASE_URL or its default
+            flags = flags_for_entries(session, [entry_id], evidence=True, settings=s)[entry_id]
+        assert flags and all(f["citation"].startswith((base or s.base_url) + "/c/") for f in flags)
+        application.state.db.dispose()
