@@ -25,11 +25,14 @@ NARROW_FIELDS = ("concurrency", "n_runs", "prompt")
 # cache dtype, context and generation lengths (a figure's own words still win).
 CONDITION_FIELDS = ("clocks", "power", "kv_cache", "context_length", "gen_tokens", "prompt_tokens")
 SPEC_FIELDS = ("spec_method", "draft_tokens", "proposer")
+SHAPE_FIELDS = ("gen_tokens", "prompt_tokens")     # per request (a server's context length is not)
 CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-](?:spec|MTP|draft|eagle)|"
                     r"\bMTP[\s:=-]*(?:off|disabled|none)\b|\bspec(?:ulative)?(?:\s+decoding)?[\s:=-]*(?:off|disabled|none)\b|"
                     r"\bw/o\s+(?:spec|MTP)|\bvanilla\b|\bstandard\s+(?:decoding|sglang|vllm)|\bautoregressive\b|"
                     r"\bnon[\s-]spec|\bplain\s+decod", re.I)
 _MAX_SCOPE_TEXT = 4000
+_MAX_CODE_TEXT = 6000
+_MAX_PAGE_SCAN = 400_000     # characters of a page scanned for rig-wide conditions
 _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
                         r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
 _ENGINE_LINE = re.compile(r"(?m)^\s*Engine:\s*([A-Za-z][\w.-]*(?:\s+v?\d[\w.+-]*)?)|(?<=\s)Engine:\s*([A-Za-z][\w.-]*\s+v?\d[\w.+-]*)")
@@ -124,6 +127,14 @@ def facts(text: str, narrow: bool = False) -> tuple:
     return tuple((f, v, q) for f, (v, q) in out.items())
 
 
+@lru_cache(maxsize=4096)
+def conditions(text: str) -> dict:
+    """The run conditions (``CONDITION_FIELDS``) a text states, ``{field: (value, quote)}``."""
+    stated = phrases.extract(text, strict=True)
+    return {f: stated[f] for f in CONDITION_FIELDS if f in stated and
+            not (f == "context_length" and isinstance(stated[f][0], int) and stated[f][0] < 256)}
+
+
 def cancels(text: str) -> bool:
     return bool(CANCEL.search(text or ""))
 
@@ -148,8 +159,13 @@ class Page:
                 lines = [f"{r[0].value}: {r[1].value}" for r in b.table.rows if len(r) >= 2 and r[0].value]
                 self._section_text.setdefault(b.section_id, []).append((b.start, "\n".join(lines), b.start, b.end))
         self._code_models: dict[int, list[tuple[int, str, int, int]]] = {}
+        self._section_code: dict[int, list[tuple[int, str, int, int]]] = {}
+        self._rig: dict | None = None
         for b in blocks:
             if b.kind == "code":
+                # a command or config in a code block states the run's conditions (--max-tokens 128,
+                # --kv-cache-dtype fp8, -c 4096) for the figures of its section
+                self._section_code.setdefault(b.section_id, []).append((b.start, b.text[:_MAX_CODE_TEXT], b.start, b.end))
                 em = _ENGINE_LINE.search(b.text)      # a tool's "Engine: vLLM 0.11.2..." line in its log
                 if em:
                     a = b.start + b.text.find(em.group(0))
@@ -172,6 +188,50 @@ class Page:
             if stack and _SETUP.match(_bare(b.text)):
                 self._setup.setdefault(stack[-1][1], []).append(i)
             stack.append((b.level, i))
+
+    def condition_scopes(self, blk: Block | None) -> list[tuple[str, tuple[int, int]]]:
+        """The code blocks (commands, configs, logs) around ``blk`` whose stated conditions apply to it:
+        those of its own section (the nearest before it first, then after it), then each enclosing
+        section's. A sibling section's commands never apply."""
+        if blk is None or blk.section_id < 0:
+            return []
+        out: list[tuple[str, tuple[int, int]]] = []
+        chain = [blk.section_id] + self._parents.get(blk.section_id, [])
+        for n, hid in enumerate(chain):
+            codes = [c for c in self._section_code.get(hid, []) if c[2] != blk.start]
+            before = sorted((c for c in codes if c[0] < blk.start), key=lambda c: -c[0])
+            after = [c for c in codes if c[0] > blk.start] if n == 0 else []
+            out += [(t, (a, b)) for (_p, t, a, b) in before + after]
+        return out
+
+    def rig(self) -> dict:
+        """Conditions the page states for its whole rig, once: a power limit or locked clocks ("two of
+        the four cards are software-limited to 300 W", "clocks locked", "TGP 1000W"), and each condition
+        field that only one value is ever given for anywhere on the page. ``{field: (value, quote, span)}``."""
+        if self._rig is not None:
+            return self._rig
+        seen: dict[str, dict] = {}
+        budget = _MAX_PAGE_SCAN
+        for b in self.blocks:
+            if b.kind not in ("text", "code", "heading") or budget <= 0:
+                continue
+            chunk = b.text[:8000]
+            budget -= len(chunk)
+            for f, (v, q) in conditions(chunk).items():
+                if f in CONDITION_FIELDS:
+                    i = chunk.find(q) if q else -1
+                    span = (b.start + i, b.start + i + len(q)) if i >= 0 else (b.start, b.end)
+                    seen.setdefault(f, {}).setdefault(str(v).lower(), (v, q, span))
+        out = {}
+        for f, vals in seen.items():
+            if f in ("clocks", "power"):
+                out["rig_" + f] = next(iter(vals.values()))
+            elif f == "kv_cache" and len(vals) == 1:
+                out[f] = next(iter(vals.values()))
+            # (lengths stated once on a page are not taken page-wide: a README's example command is
+            # not the shape of every table on it)
+        self._rig = out
+        return out
 
     def _title_intro(self) -> tuple[str, str, tuple[int, int]]:
         title, intro, span = "", [], (0, 0)
@@ -254,6 +314,13 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
     blocked: set[str] = set()
     if cancels(draft.local):
         blocked.update(SPEC_FIELDS)
+    if draft.source == "prose":
+        # a figure in a sentence is one run: its lengths come from its own words, not from the other
+        # runs its paragraph or section tells of
+        for f, v, q in facts(draft.local, True):
+            if f in SHAPE_FIELDS:
+                b.put(f, v, q)
+        blocked.update(SHAPE_FIELDS)
     for f, v, q in facts(draft.local, True):
         if f not in blocked and (f != "model" or draft.source == "prose"):
             b.put(f, v, q)
@@ -281,3 +348,17 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
             b.put(f, v, q)
         if set(e.fields) != before:
             draft.spans.append(span)
+    missing = [f for f in CONDITION_FIELDS if f not in e.fields]
+    if missing:
+        for text, span in page.condition_scopes(draft.block):
+            stated = conditions(text)
+            used = False
+            for f in missing:
+                if f in stated and f not in e.fields and f not in blocked:
+                    b.put(f, *stated[f])
+                    used = True
+            if used:
+                draft.spans.append(span)
+        for f, (v, q, span) in page.rig().items():
+            if f not in e.fields and (f.startswith("rig_") or f in CONDITION_FIELDS):
+                b.put(f, v, q)

@@ -102,7 +102,7 @@ def facts(title: str, intro: str) -> dict[str, tuple[object, str]]:
         for f, vq in phrases.extract(text, strict=True).items():
             if f in ("n_runs", "concurrency", "prompt", "tokens_stated", "seconds_stated", "steady_low",
                      "steady_high", "prompt_tokens", "acceptance_rate", "acceptance_length",
-                     "accepted_tokens", "drafted_tokens", "spread"):
+                     "accepted_tokens", "drafted_tokens", "spread", "gen_tokens"):
                 continue   # these belong to one measurement, not to the page
             out.setdefault(f, vq)
     return out

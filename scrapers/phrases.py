@@ -63,13 +63,20 @@ _CLOCKS = _c(r"\b(?:locked\s+clocks?|clocks?\s+(?:locked|raised|pinned)(?:\s+(?:
              r"(?:raised|pinned|fixed)\s+clocks?|--lock-gpu-clocks\s*[= ]\s*\d+(?:,\d+)?|\d{3,4}\s*MHz\s+(?:core\s+)?clocks?)")
 _POWER = _c(r"(?:power\s*(?:limit|cap)?\s*(?:of|at|=|:)?\s*|-pl\s*|\bat\s+)?(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b(?!/)")
 _POWER_STRICT = _c(r"(?:power[\s-]*(?:limit(?:ed)?|cap(?:ped)?)\s*(?:of|at|to|=|:)?\s*|-pl\s*)(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b"
-                   r"|(?P<w>\d{2,4}\s?W)\s+power[\s-]*(?:limit|cap)")
+                   r"|(?P<w>\d{2,4}\s?W)\s+power[\s-]*(?:limit|cap)|\b(?:software|firmware|driver)[\s-]*(?:limited|capped)\s+"
+                   r"(?:to|at)\s+(?P<x>\d{2,4}(?:,\d{3})?\s?W)\b|\bTGP\s*(?:of|=|:)?\s*(?P<y>\d{3,4}\s?W)\b|"
+                   r"(?P<z>\d{3,4}\s?W)\s+TGP\b")
 _KV_CACHE = _c(r"(?:--kv[-_]cache[-_]dtype|kv[-_]cache[-_]dtype|--cache[-_]type[-_][kv]|(?<![\w-])-ct[kv]|"
                r"cache[-_]type[-_][kv]|\bKV[- ]cache(?:\s+(?:dtype|type|quantization|precision))?)\s*[=:]?\s*[\"'`]?"
                r"(?P<v>(?:nv)?fp[48]\w*|q[2-8]_\w+|int[48]|bf16|f16|fp16|e[45]m\d\w*|auto)\b")
-_GEN_TOK = _c(r"(?:--random[-_]output[-_]len|--output[-_]len|--max[-_]tokens|--max[-_]new[-_]tokens|--n[-_]predict|"
-              r"(?<![\w-])-n|\boutput\s+(?:length|len|tokens))\s*[=:]?\s*(?P<v>\d{1,6})\b")
-_IN_TOK = _c(r"(?:--random[-_]input[-_]len|--input[-_]len|(?<![\w-])-p|\binput\s+(?:length|len|tokens))\s*[=:]?\s*"
+_GEN_TOK = _c(r"(?:--random[-_]output(?:[-_]len)?|--(?:sharegpt|prefix[-_]repetition|sonnet|fixed)[-_]output[-_]len|"
+              r"--output[-_]len|--max[-_]tokens|--max[-_]new[-_]tokens|--n[-_]predict|(?<![\w-])-n|\boutput\s+(?:length|len|tokens)|"
+              r"\b(?:random_)?output_len)\s*[=:]?\s*(?P<v>\d{1,6})\b"
+              r"|(?P<w>\d{1,6})\s*(?:new\s+|generated\s+|output\s+|completion\s+)tokens\b"
+              r"|(?P<x>\d{1,6})\s+tokens\s+(?:per|each)\s+(?:prompt|request|response|answer|query)\b"
+              r"|\b(?:output|generat(?:e|es|ing|ed)|decode)\s+(?P<y>\d{1,6})\s*tokens\b")
+_IN_TOK = _c(r"(?:--random[-_]input(?:[-_]len)?|--(?:sharegpt|prefix[-_]repetition|sonnet|fixed)[-_]input[-_]len|--input[-_]len|"
+             r"(?<![\w-])-p|\binput\s+(?:length|len|tokens)|\b(?:random_)?input_len)\s*[=:]?\s*"
              r"(?P<v>\d{1,7})\b(?!\s*[\"'])")
 _RUNS = _c(r"\b(?P<v>\d+)\s+(?:runs|repetitions|reps|trials|repeats)\b|\bn\s*=\s*(?P<n>\d+)\b|best\s+of\s+(?P<b>\d+)"
            r"|(?:-r|--repetitions)\s+(?P<r>\d+)\b"
@@ -182,7 +189,7 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
             _put(out, "clocks", m.group(0), m.group(0))
     m = (_POWER_STRICT if strict else _POWER).search(text)
     if m:
-        v = m.group("v") or m.group("w")
+        v = next(g for g in m.groups() if g)
         _put(out, "power", v, v)
     if "cache" in low or "-ct" in low:
         m = _KV_CACHE.search(text)
@@ -190,7 +197,7 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
             _put(out, "kv_cache", m.group("v"), m.group(0))
     m = _GEN_TOK.search(text)
     if m:
-        _put(out, "gen_tokens", int(m.group("v")), m.group(0))
+        _put(out, "gen_tokens", int(next(g for g in m.groups() if g)), m.group(0))
     m = _IN_TOK.search(text)
     if m:
         _put(out, "prompt_tokens", int(m.group("v")), m.group(0))

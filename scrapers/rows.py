@@ -121,6 +121,12 @@ class Builder:
                 self.put("prompt_tokens", pp, t)
             if tg:
                 self.put("gen_tokens", tg, t)
+        elif field == "io_tokens":     # an "Input/Output" column: "1024/1024", "128 / 2048"
+            m = re.fullmatch(r"(\d[\d,]*\s*[kK]?)\s*/\s*(\d[\d,]*\s*[kK]?)", t)
+            if not m:
+                return self.warn(label, t, "input and output lengths")
+            self.put("prompt_tokens", parse_tokens(m.group(1).replace(" ", "")), t)
+            self.put("gen_tokens", parse_tokens(m.group(2).replace(" ", "")), t)
         elif field == "acceptance_rate":
             v = parse_rate(t)
             if v is None:
@@ -140,7 +146,7 @@ class Builder:
         elif kind is int:
             v = parse_tokens(t) if field in _INT_TOKENS else parse_int(t)
             if v is None:
-                m = re.match(r"^(\d+)\s*(?:\(.*\)|\[.*\])$", t)    # "20 (second run)"
+                m = re.match(r"^(\d+)\s*(?:\(.*\)|\[.*\]|tokens?|toks?)$", t, re.I)    # "20 (second run)", "10tokens"
                 v = int(m.group(1)) if m else None
             if v is None:
                 return self.warn(label, t, "a whole number")

@@ -373,10 +373,25 @@ def _metric_rows(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> bool:
     return False
 
 
+_COLUMN_FIELDS = {"gen_tokens", "prompt_tokens", "context_length", "io_tokens", "concurrency", "n_runs", "hardware",
+                  "gpu_count", "engine", "engine_version", "quantization", "kv_cache", "test", "tp"}
+
+
 def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
     """Rows that name a metric; their cells (one per configuration column) hold its figures."""
     out: list[Draft] = []
     group = ""
+    # rows that state a field for every configuration column ("| Output length | 10tokens | 300tokens |")
+    per_column: dict[int, list[tuple[str, Cell, str]]] = {}
+    for row in rows:
+        if len(row) < 2 or says_tps(row[0].value) or _is_group_row(row, len(H)):
+            continue
+        col = classify(row[0].value)
+        if col.field in _COLUMN_FIELDS:
+            for j in range(1, len(row)):
+                if not row[j].empty:
+                    per_column.setdefault(j, []).append((col.field, row[j], row[0].value))
+    prompt_axis = bool(H) and classify(H[0]).field in ("prompt", "prompt_tokens")
     for row in rows:
         if not row:
             continue
@@ -414,6 +429,12 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                     b.put("scope", sc, None)
                 if meaning.is_peak(lab):
                     b.entry.extra["peak"] = True
+                for f, c, flab in per_column.get(j, ()):
+                    b.set_text(f, c.value, flab)
+                if prompt_axis and head:     # "| Prompt | hi (2) | 1K (969) |": each column's prompt length
+                    pm = re.search(r"\((\d[\d,]*)\)\s*$", head) or re.fullmatch(r"(\d+(?:\.\d+)?\s*[kK]?)", head.strip())
+                    if pm:
+                        b.set_text("prompt_tokens", pm.group(1), H[0])
                 if head and not re.fullmatch(r"(?i)value|result|values?|\s*", head):
                     _header_meaning(b, head, set())
                     b.put("label", f"{group} | {head}" if group else head, None if group else head)

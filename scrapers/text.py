@@ -98,7 +98,7 @@ def parse_text(body: bytes | str, *, is_html: bool, result: ParseResult | None =
             for f, (val, q) in found.items():
                 if f in ("tokens_stated", "seconds_stated") and had_tokens:
                     continue
-                if f == "tp" or f == "pp":
+                if f in ("tp", "pp", "gen_tokens"):   # (a count of generated tokens is tokens_stated's)
                     continue
                 b.put(f, val, q)
         near = set(c["blocks"])

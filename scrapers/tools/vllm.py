@@ -56,6 +56,19 @@ def _command_before(text: str, at: int) -> dict:
     return out
 
 
+def per_request_gen(lines: dict) -> tuple[int, str] | None:
+    """The mean generated tokens per request of a result block: total generated / successful requests."""
+    n, gen = lines.get("successful requests"), lines.get("total generated tokens")
+    try:
+        nv = float(n.group("v").replace(",", "")) if n else 0
+        gv = float(gen.group("v").replace(",", "")) if gen else 0
+    except ValueError:
+        return None
+    if nv >= 1 and gv > 0:
+        return round(gv / nv), gen.group(0).strip()
+    return None
+
+
 def read_text(blk, text):
     chunk = blk.text
     if "token throughput" not in chunk.lower():
@@ -76,6 +89,7 @@ def read_text(blk, text):
         if conc is None and cmd.get("concurrency") is not None:
             conc = cmd["concurrency"]
         is_sglang = "sglang" in chunk[a:b].lower() or "input token throughput (tok/s)" in lines
+        per_req = per_request_gen(lines)
         for k, (phase, peak, _key) in _METRICS.items():
             m = lines.get(k)
             if not m:
@@ -88,6 +102,8 @@ def read_text(blk, text):
                       model=cmd.get("model"))
             if peak:
                 d.builder.entry.extra["peak"] = True
+            if per_req:
+                d.builder.put("gen_tokens", per_req[0], per_req[1])
             for sk, (f, mul) in _SPEC.items():
                 if sk in lines and phase == "decode":
                     v = float(lines[sk].group("v").replace(",", ""))
@@ -121,6 +137,9 @@ def read_json(doc, text):
                   model=str(model) if model else None, headline_label=key)
         if peak:
             d.builder.entry.extra["peak"] = True
+        done, total_out = doc.get("completed"), doc.get("total_output_tokens")
+        if isinstance(done, int) and done > 0 and isinstance(total_out, (int, float)) and total_out > 0:
+            d.builder.put("gen_tokens", round(total_out / done), None)   # mean generated tokens per request
         if phase == "decode" and not peak:
             for k, f in (("spec_decode_acceptance_length", "acceptance_length"),
                          ("spec_decode_accepted_tokens", "accepted_tokens"),

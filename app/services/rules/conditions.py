@@ -147,18 +147,24 @@ _PP = re.compile(r"\bpp\s?(\d+)\b", re.I)
       "The run is short (128 generated tokens or fewer, or 8k context or less): short runs flatter speculative "
       "decoding and warm caches.")
 def short_shape(f, q, ctx):
-    gen = num(f.get("gen_tokens"))
-    gen_field = "gen_tokens"
+    gen, gen_field = None, "gen_tokens"
+    m = _TG.search(text(f, "test"))      # the test's own size wins over a length stated around it
+    if m:
+        gen, gen_field = float(m.group(1)), "test"
+    if gen is None and num(f.get("tokens_stated")) and num(f.get("seconds_stated")):
+        gen, gen_field = num(f.get("tokens_stated")), "tokens_stated"   # "100 tokens in 1.822 seconds"
     if gen is None:
-        m = _TG.search(text(f, "test"))
-        if m:
-            gen, gen_field = float(m.group(1)), "test"
+        gen = num(f.get("gen_tokens"))
+        if gen is not None and gen < 2 and f.get("phase") == "decode":
+            gen = None      # "--max-tokens 1" is a prefill probe's setting, not a decode run's length
     ctx_len = num(f.get("context_length"))
     ctx_field = "context_length"
-    if ctx_len is None and f.get("phase") != "prefill":  # the run's own context: its prompt and generation
+    bench_pp = f.get("phase") == "prefill" and _PP.search(text(f, "test"))
+    if ctx_len is None and not bench_pp:  # the run's own context: its prompt and generation
+        # (a llama-bench ppN test measures prompt processing at that size; it is not a short run)
         m = _PP.search(text(f, "test"))
         prompt = float(m.group(1)) if m else num(f.get("prompt_tokens"))
-        if prompt is not None:
+        if prompt:      # (llama-bench's "-p 0" states no context)
             ctx_len, ctx_field = prompt + (gen or 0), ("test" if m else "prompt_tokens")
     reasons, numbers, quotes = [], {}, []
     if gen is not None and gen <= 128 and (f.get("phase") != "prefill" or gen_field == "test"):
@@ -187,13 +193,16 @@ _CMD_CLOCKS = re.compile(r"nvidia-smi\s+(?:-lgc|-pl|--lock-gpu-clocks|--power-li
 @rule("clocks_or_power", "low",
       "Clocks were locked or raised, or the power limit changed: a stock card may not reach the figure.")
 def clocks_or_power(f, q, ctx):
-    for name, pattern in (("clocks", _CLOCKS), ("power", _POWER)):
+    for name, pattern in (("clocks", _CLOCKS), ("power", _POWER), ("rig_clocks", _CLOCKS), ("rig_power", _POWER)):
         value = text(f, name)
         if value.strip() and not _STOCK.search(value):
             m = pattern.search(value)
             if m:
+                what = name.replace("rig_", "")
+                where = ("The page states for its rig" if name.startswith("rig_") else "The run changed the card's " + what)
                 return {"numbers": {name: value},
-                        "explanation": f'The run changed the card\'s {name}: "{value}".',
+                        "explanation": f'{where}: "{q.get(name) or value}".' if name.startswith("rig_") else
+                                       f'The run changed the card\'s {what}: "{value}".',
                         "quotes": [quote(f, q, name, m)]}
     hit = search(f, ("notes", "command"), _CMD_CLOCKS)
     if hit:
