@@ -6,7 +6,7 @@ PYTHON ?= python3
 VENV ?= .venv
 REF_VENV ?= .venv-ref
 
-.PHONY: demo test install referees system-packages
+.PHONY: demo test install referees system-packages vendor-check vendor-swagger-ui
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,5 +34,18 @@ system-packages:
 demo: install
 	$(VENV)/bin/caveat demo
 
-test: install referees system-packages
+test: install referees system-packages vendor-check
 	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+
+# The API docs page (/docs) serves Swagger UI from web/static/vendor/swagger-ui (committed, pinned by
+# SHA256SUMS, so it works offline). vendor-swagger-ui fetches another version from the npm registry.
+SWAGGER_UI_VERSION ?= 5.35.0
+SWAGGER_UI_DIR = web/static/vendor/swagger-ui
+vendor-check:
+	cd $(SWAGGER_UI_DIR) && sha256sum -c --quiet SHA256SUMS
+
+vendor-swagger-ui:
+	tmp=$$(mktemp -d) && cd $$tmp && npm pack -q swagger-ui-dist@$(SWAGGER_UI_VERSION) && tar xzf swagger-ui-dist-*.tgz && \
+	cp package/swagger-ui-bundle.js package/swagger-ui.css package/LICENSE package/NOTICE \
+	   package/swagger-ui-bundle.js.LICENSE.txt $(abspath $(SWAGGER_UI_DIR))/ && rm -rf $$tmp
+	cd $(SWAGGER_UI_DIR) && sha256sum swagger-ui-bundle.js swagger-ui.css > SHA256SUMS

@@ -35,9 +35,12 @@ def get_session(request: Request) -> Iterator[Session]:
             raise
 
 
+MACHINE_PREFIXES = ("/api/", "/timemap/")  # machine endpoints: errors are JSON whatever the Accept header
+
+
 def wants_json(request: Request) -> bool:
     path = request.url.path
-    if path.startswith("/api/") or path.endswith(".json"):
+    if path.startswith(MACHINE_PREFIXES) or path.endswith(".json"):
         return True
     accept = request.headers.get("accept", "")
     return "application/json" in accept and "text/html" not in accept
@@ -62,7 +65,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     if check_migrated:
         db.require_migrated()
 
-    app = FastAPI(title="Caveat", version=__version__, docs_url="/api/docs", openapi_url="/api/openapi.json")
+    app = FastAPI(title="Caveat", version=__version__, docs_url=None, redoc_url=None, openapi_url="/openapi.json",
+                  description="Archived LLM speed claims, their audit and the number a reader may quote. "
+                              "Conventions (envelope, paging, errors, caching): docs/api.md.")
     app.state.settings = settings
     app.state.db = db
     templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
@@ -118,12 +123,16 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app.api.quotable import install as install_quotable_fast_path
 
     install_quotable_fast_path(app)  # serves cached quotable answers before routing (bench/quotable.py)
+    from app.api.convention import PublicReads
+    from app.api.openapi import install as install_openapi
     from app.security import BoundedIntegers, SecurityHeaders
 
+    install_openapi(app)  # typed document with the real error shape, /api/openapi.json, /docs
     app.add_middleware(BoundedIntegers)
     from app.services.citations import RequestOrigin
 
     app.add_middleware(RequestOrigin, settings=settings)  # URLs built when served: CAVEAT_BASE_URL or this origin
+    app.add_middleware(PublicReads)  # CORS, ETag, Cache-Control, 304 and OPTIONS on public reads
     app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too
     return app
 

@@ -6,11 +6,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 
+from app.api.convention import ok
+from app.api.schemas import ERRORS, QuoteCitation
+from app.api.snapshots import quote_body, snapshot_body
 from app.errors import BadRequest
 from app.main import get_session
 from app.services import citations
 
-router = APIRouter()
+router = APIRouter(tags=["snapshots"])
 
 
 class CitationRequest(BaseModel):
@@ -21,7 +24,8 @@ class CitationRequest(BaseModel):
     suffix: str | None = Field(None, description="Text right after the quote (TextQuoteSelector suffix).")
 
 
-@router.post("/api/citations")
+@router.post("/api/citations", response_model=QuoteCitation, responses=ERRORS,
+             summary="The citation URL of a snapshot, or of a quote inside it")
 def create_citation(body: CitationRequest, request: Request, session: Session = Depends(get_session)) -> dict:
     settings = request.app.state.settings
     if body.snapshot:
@@ -31,7 +35,8 @@ def create_citation(body: CitationRequest, request: Request, session: Session = 
     else:
         raise BadRequest('name the snapshot: {"snapshot": "ABCD-EFGH", "q": "text"} or {"url": "https://...", "q": ...}')
     if body.q:
-        return citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix)
+        return quote_body(citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix))
     snap = citations.lookup(session, cid)
-    data = citations.snapshot_json(settings, snap)
-    return {"ok": True, "id": snap.citation_id, "url": data["citation_url"], "snapshot": data}
+    data = snapshot_body(citations.snapshot_json(settings, snap))
+    return ok({"id": snap.citation_id, "url": data["url"], "citation": data["citation_url"],
+               "citation_url": data["citation_url"], "quote": None, "snapshot": data})

@@ -1,5 +1,5 @@
-"""Reviewer decisions and measurements (authenticated): `POST /api/flags/{id}/decision`,
-`GET /api/decisions`, `POST /api/measurements`, `GET /api/recipes/{recipe_id}/measurements`.
+"""Reviewer decisions (authenticated writes): `POST /api/flags/{id}/decision`, `GET /api/decisions`.
+Measurements are in ``measurements.py``.
 
 Programs authenticate with `Authorization: Bearer <token>` and send JSON (`application/json` only).
 A request authenticated by the session cookie must carry its CSRF token whatever its content type: the
@@ -17,28 +17,19 @@ from pydantic import BaseModel, Field
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
+from app.api.convention import ok, page
+from app.api.schemas import AUTH_ERRORS, ERRORS, DecisionAnswer, DecisionList
 from app.errors import BadRequest
 from app.main import get_session
 from app.models import User
-from app.services import auth, decisions, measurements
+from app.services import auth, decisions
 
-router = APIRouter()
+router = APIRouter(tags=["decisions"])
 
 
 class DecisionBody(BaseModel):
     action: str = Field(..., description="confirm or dismiss")
     note: str = Field(..., description="Why; kept in the audit log.")
-
-
-class MeasurementBody(BaseModel):
-    recipe_id: str
-    tps: float
-    non_repeating_prompts: bool
-    output_checked: bool
-    n_runs: int | None = None
-    method: str | None = None
-    notes: str | None = None
-    measured_at: str | None = None
 
 
 async def _body(request: Request) -> tuple[dict, bool]:
@@ -59,7 +50,12 @@ async def _body(request: Request) -> tuple[dict, bool]:
     return data, False
 
 
-@router.post("/api/flags/{flag_id}/decision")
+@router.post("/api/flags/{flag_id}/decision", response_model=DecisionAnswer, responses=AUTH_ERRORS,
+             summary="Confirm or dismiss a flag, with a note (authenticated)",
+             openapi_extra={"requestBody": {"required": True, "content": {"application/json": {"schema": {
+                 "type": "object", "required": ["action", "note"],
+                 "properties": {"action": {"type": "string", "enum": ["confirm", "dismiss"]},
+                                "note": {"type": "string"}}}}}}})
 async def flag_decision(flag_id: int, request: Request, user: User = Depends(auth.require_user),
                         session: Session = Depends(get_session)):
     data, is_form = await _body(request)
@@ -78,26 +74,16 @@ async def flag_decision(flag_id: int, request: Request, user: User = Depends(aut
     nxt = data.get("next") if is_form else None
     if nxt and nxt.startswith("/") and not nxt.startswith("//") and not urlsplit(nxt).netloc:
         return RedirectResponse(nxt, status_code=303)
-    return {"ok": True, "decision": result}
+    return ok({"decision": result})
 
 
-@router.get("/api/decisions")
-def decision_log(entry_id: int | None = Query(None), flag_id: int | None = Query(None),
-                 limit: int = Query(100), before_id: int | None = Query(None),
+@router.get("/api/decisions", response_model=DecisionList, responses=ERRORS,
+            summary="The append-only audit log of decisions, newest first")
+def decision_log(request: Request, entry_id: int | None = Query(None, ge=1), flag_id: int | None = Query(None, ge=1),
+                 before_id: int | None = Query(None, ge=1, description="Only decisions older than this id."),
+                 limit: int = Query(100, ge=1, le=decisions.MAX_LIST), offset: int = Query(0, ge=0),
                  session: Session = Depends(get_session)) -> dict:
-    rows = decisions.list_decisions(session, entry_id=entry_id, flag_id=flag_id, limit=limit, before_id=before_id)
-    return {"ok": True, "count": len(rows), "decisions": rows,
-            "next_before_id": rows[-1]["id"] if len(rows) == limit else None}
-
-
-@router.post("/api/measurements", status_code=201)
-def add_measurement(body: MeasurementBody, request: Request, user: User = Depends(auth.require_writer),
-                    session: Session = Depends(get_session)) -> dict:
-    auth.require_scope(request, "measure")
-    m = measurements.record(session, request.app.state.settings, user, **body.model_dump())
-    return {"ok": True, "measurement": m}
-
-
-@router.get("/api/recipes/{recipe_id}/measurements")
-def recipe_measurements(recipe_id: str, session: Session = Depends(get_session)) -> dict:
-    return {"ok": True, "measurements": measurements.list_for_recipe(session, recipe_id)}
+    rows = decisions.list_decisions(session, entry_id=entry_id, flag_id=flag_id, limit=limit, before_id=before_id,
+                                    offset=offset)
+    total = decisions.count_decisions(session, entry_id=entry_id, flag_id=flag_id, before_id=before_id)
+    return page(request, "decisions", rows, total=total, limit=limit, offset=offset)

@@ -3,31 +3,35 @@
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
+from app.api.convention import ok, page
+from app.api.schemas import ERRORS, EntryDetail, EntryList
 from app.main import get_session
 from app.services.entries import MAX_LIMIT, get_entry, list_entries
 
-router = APIRouter()
+router = APIRouter(tags=["entries"])
 
 
-@router.get("/api/entries")
+@router.get("/api/entries", response_model=EntryList, responses=ERRORS, summary="Entries, filtered and paged")
 def entries(
     request: Request,
-    source: str | None = None,
-    model: str | None = None,
-    recipe_id: str | None = None,
-    flagged: bool | None = None,
-    severity: str | None = None,
-    rule: str | None = None,
+    source: str | None = Query(None, description="Source name, whole (404 if unknown)."),
+    model: str | None = Query(None, description="Model name, whole, any case."),
+    recipe_id: str | None = Query(None, description="e.g. r-3f9c0a1b2d4e"),
+    flagged: bool | None = Query(None, description="true: at least one flag that counts; false: none."),
+    severity: str | None = Query(None, description="critical, high, medium or low."),
+    rule: str | None = Query(None, description="A rule id, e.g. full_acceptance."),
     include_gone: bool = False,
     limit: int = Query(50, ge=1, le=MAX_LIMIT),
     offset: int = Query(0, ge=0),
     session: Session = Depends(get_session),
 ) -> dict:
-    return list_entries(session, request.app.state.settings, source=source, model=model, recipe_id=recipe_id,
-                        flagged=flagged, severity=severity, rule=rule, include_gone=include_gone,
-                        limit=limit, offset=offset)
+    found = list_entries(session, request.app.state.settings, source=source, model=model, recipe_id=recipe_id,
+                         flagged=flagged, severity=severity, rule=rule, include_gone=include_gone,
+                         limit=limit, offset=offset)
+    return page(request, "entries", found["entries"], total=found["total"], limit=limit, offset=offset)
 
 
-@router.get("/api/entries/{entry_id}")
+@router.get("/api/entries/{entry_id}", response_model=EntryDetail, responses=ERRORS,
+            summary="One entry with its fields, provenance and history")
 def entry(entry_id: int, request: Request, session: Session = Depends(get_session)) -> dict:
-    return get_entry(session, request.app.state.settings, entry_id)
+    return ok(get_entry(session, request.app.state.settings, entry_id))

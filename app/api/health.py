@@ -5,12 +5,13 @@ from sqlalchemy import text
 from sqlalchemy.orm import Session
 
 from app import __version__
+from app.api.schemas import Health
 from app.main import get_session
 
-router = APIRouter()
+router = APIRouter(tags=["service"])
 
 
-@router.get("/api/health")
+@router.get("/api/health", response_model=Health, summary="The service is up")
 def health(session: Session = Depends(get_session)) -> dict:
     session.execute(text("SELECT 1"))
     return {"ok": True, "version": __version__}

@@ -8,39 +8,58 @@ from __future__ import annotations
 
 import re
 
+import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
 from sqlalchemy.orm import Session
 
+from app.api.convention import ok, page
+from app.api.schemas import ERRORS, QuotableAnswer, QuotableList
 from app.main import get_session
-from app.services.quotable import get_quotable, list_quotable, quotable_raw
+from app.services.quotable import MAX_LIST, get_quotable, list_quotable, quotable_raw
 
-router = APIRouter()
+router = APIRouter(tags=["quotable"])
 _PATH = re.compile(r"^/api/recipes/([A-Za-z0-9_.-]{1,40})/quotable$")
+READERS = 4  # connections (and threads at once) per worker for the fast path
+
+
+def envelope(raw: str) -> bytes:
+    """The stored answer inside the one envelope, by splicing text (no parse): ``{"ok": true, ...}``."""
+    text = raw.lstrip()
+    if text.startswith("{"):
+        rest = text[1:].lstrip()
+        return ('{"ok": true' + ("" if rest.startswith("}") else ", ") + rest).encode("utf-8")
+    return text.encode("utf-8")
 
 
 class QuotableFastPath:
     """ASGI middleware answering a GET for a cached quotable answer before FastAPI's routing and
-    dependency machinery; anything else (and any recipe not yet cached) falls through to the router."""
+    dependency machinery; anything else (and any recipe not yet cached) falls through to the router.
+    The read runs in a worker thread (never on the event loop) over one of ``READERS`` autocommit
+    connections kept open for it."""
 
     def __init__(self, app, state):
         self.app = app
         self.state = state
-        self._conn = None  # one autocommit connection per worker, used only from the event loop
+        self._free: list = []  # idle connections; the limiter keeps at most READERS in use
+        self._limiter: anyio.CapacityLimiter | None = None
 
     def _read(self, recipe_id: str) -> str | None:
+        conn = self._free.pop() if self._free else None
         for attempt in (1, 2):
-            if self._conn is None:
-                self._conn = self.state.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            if conn is None:
+                conn = self.state.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
             try:
-                return quotable_raw(self._conn, recipe_id)
+                raw = quotable_raw(conn, recipe_id)
+                self._free.append(conn)
+                return raw
             except Exception:
-                conn, self._conn = self._conn, None
                 try:
                     conn.invalidate()
                 except Exception:
                     pass
+                conn = None
                 if attempt == 2:
                     raise
         return None
@@ -49,9 +68,11 @@ class QuotableFastPath:
         if scope["type"] == "http" and scope["method"] == "GET":
             m = _PATH.match(scope["path"])
             if m:
-                raw = self._read(m.group(1))
+                if self._limiter is None:
+                    self._limiter = anyio.CapacityLimiter(READERS)
+                raw = await anyio.to_thread.run_sync(self._read, m.group(1), limiter=self._limiter)
                 if raw is not None:
-                    body = raw.encode("utf-8")
+                    body = envelope(raw)
                     await send({"type": "http.response.start", "status": 200, "headers": [
                         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
                     await send({"type": "http.response.body", "body": body})
@@ -64,25 +85,36 @@ def install(app) -> None:
     app.add_middleware(QuotableFastPath, state=app.state)
 
 
+def _cached(request: Request, recipe_id: str) -> str | None:
+    with request.app.state.db.engine.connect() as conn:
+        return quotable_raw(conn, recipe_id)
+
+
 def _slow(request: Request, recipe_id: str) -> dict:
     db = request.app.state.db
     with db.Session.begin() as session:  # audits a recipe not yet audited, or raises NotFound
-        return get_quotable(session, request.app.state.settings, recipe_id)
+        return ok(get_quotable(session, request.app.state.settings, recipe_id))
 
 
-@router.get("/api/recipes/{recipe_id}/quotable")
+@router.get("/api/recipes/{recipe_id}/quotable", response_model=QuotableAnswer, responses=ERRORS,
+            summary="The number a reader may quote for a recipe, what it describes, and why")
 async def recipe_quotable(recipe_id: str, request: Request):
-    with request.app.state.db.engine.connect() as conn:
-        raw = quotable_raw(conn, recipe_id)
+    raw = await run_in_threadpool(_cached, request, recipe_id)
     if raw is not None:
-        return Response(content=raw, media_type="application/json")
+        return Response(content=envelope(raw), media_type="application/json")
     return await run_in_threadpool(_slow, request, recipe_id)
 
 
-@router.get("/api/quotable")
-def quotable_list(request: Request, model: str | None = Query(None), hardware: str | None = Query(None),
-                  engine: str | None = Query(None), limit: int = Query(200),
+@router.get("/api/quotable", response_model=QuotableList, responses=ERRORS,
+            summary="Quotable answers of the recipes matching a model, hardware, engine or words")
+def quotable_list(request: Request,
+                  model: str | None = Query(None, description="Model name, whole, any case."),
+                  hardware: str | None = Query(None, description="Hardware name, whole, any case."),
+                  engine: str | None = Query(None, description="Engine name, whole, any case."),
+                  q: str | None = Query(None, description="Words that all occur in model, hardware, GPU count "
+                                                          "or engine (parts of names, any case)."),
+                  limit: int = Query(50, ge=1, le=MAX_LIST), offset: int = Query(0, ge=0),
                   session: Session = Depends(get_session)) -> dict:
-    rows = list_quotable(session, request.app.state.settings, model=model, hardware=hardware, engine=engine,
-                         limit=limit)
-    return {"ok": True, "count": len(rows), "recipes": rows}
+    rows, total = list_quotable(session, request.app.state.settings, model=model, hardware=hardware,
+                                engine=engine, q=q, limit=limit, offset=offset)
+    return page(request, "recipes", rows, total=total, limit=limit, offset=offset)

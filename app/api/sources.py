@@ -1,14 +1,20 @@
 """`GET /api/sources`: the followed sources with their last crawl's outcome."""
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
+from app.api.convention import page
+from app.api.schemas import ERRORS, SourceList
 from app.main import get_session
 from app.services.sources import list_sources, source_json
 
-router = APIRouter()
+router = APIRouter(tags=["sources"])
+MAX_LIMIT = 500
 
 
-@router.get("/api/sources")
-def sources(session: Session = Depends(get_session)) -> dict:
-    return {"sources": [source_json(session, s) for s in list_sources(session)]}
+@router.get("/api/sources", response_model=SourceList, responses=ERRORS, summary="Followed sources")
+def sources(request: Request, limit: int = Query(100, ge=1, le=MAX_LIMIT), offset: int = Query(0, ge=0),
+            session: Session = Depends(get_session)) -> dict:
+    rows = list_sources(session)
+    items = [source_json(session, s) for s in rows[offset:offset + limit]]
+    return page(request, "sources", items, total=len(rows), limit=limit, offset=offset)

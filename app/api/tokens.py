@@ -6,12 +6,14 @@ from fastapi import APIRouter, Depends, Request
 from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
+from app.api.convention import ok
+from app.api.schemas import AUTH_ERRORS, TokenAnswer
 from app.errors import Forbidden
 from app.main import get_session
 from app.models import User
 from app.services import auth
 
-router = APIRouter()
+router = APIRouter(tags=["tokens"])
 
 
 class TokenBody(BaseModel):
@@ -20,7 +22,8 @@ class TokenBody(BaseModel):
     days: int | None = None  # 1..366, default 90
 
 
-@router.post("/api/tokens", status_code=201)
+@router.post("/api/tokens", status_code=201, response_model=TokenAnswer, responses=AUTH_ERRORS,
+             summary="Create an API token for a program (shown once; authenticated)")
 def create_token(body: TokenBody, request: Request, user: User = Depends(auth.require_writer),
                  session: Session = Depends(get_session)) -> dict:
     """A signed-in reviewer mints tokens of the reviewer scopes; a token mints only with the admin scope,
@@ -34,5 +37,5 @@ def create_token(body: TokenBody, request: Request, user: User = Depends(auth.re
         if wider:
             raise Forbidden(f"A token cannot mint a token of wider scope ({', '.join(sorted(wider))}).")
     token = auth.create_token(session, user.username, body.name, scopes, body.days)
-    return {"ok": True, "name": body.name, "token": token, "scopes": list(scopes),
-            "note": "Shown once; only its hash is stored."}
+    return ok({"name": body.name, "token": token, "scopes": list(scopes),
+               "note": "Shown once; only its hash is stored."})

@@ -5,6 +5,7 @@ Domain errors (``app.errors.CaveatError``) become a one-line ``error: ...`` mess
 
 from __future__ import annotations
 
+import json
 import logging
 import sys
 
@@ -20,8 +21,24 @@ class CaveatGroup(click.Group):
         try:
             return super().invoke(ctx)
         except CaveatError as exc:
+            if ctx.meta.get("caveat.json"):  # a --json command answers in the API's error shape, on stdout
+                click.echo(json.dumps({"ok": False, "error": exc.message, "status": exc.status}))
             click.echo(f"error: {exc.message}", err=True)
             sys.exit(1)
+
+
+def json_mode(on: bool) -> bool:
+    """Called by a command given ``--json``: its errors are then printed as JSON too."""
+    if on:
+        click.get_current_context().meta["caveat.json"] = True
+    return on
+
+
+def emit(body: dict) -> None:
+    """Print a --json answer: the API's shape (``ok`` first), indented, timestamps in UTC."""
+    from app.api.convention import utc_fields
+
+    click.echo(json.dumps(utc_fields({"ok": True, **body}), indent=2, default=str))
 
 
 @click.group(cls=CaveatGroup, context_settings={"help_option_names": ["-h", "--help"]})

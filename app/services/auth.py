@@ -183,6 +183,11 @@ def create_token(session: Session, username: str, name: str, scopes=None, days: 
     user = _existing_user(session, username)
     if not (name or "").strip():
         raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
+    for other in session.scalars(select(ApiToken).where(ApiToken.user_id == user.id,
+                                                          ApiToken.name == name.strip()[:100])):
+        if token_state(other) == "live":
+            raise Conflict(f"{username} already has a live token named {name.strip()!r}; pick another name, or "
+                           f"revoke it first: `caveat token revoke {username} --name {name.strip()}`.")
     days = DEFAULT_TOKEN_DAYS if days is None else int(days)
     if not 1 <= days <= MAX_TOKEN_DAYS:
         raise BadRequest(f"A token lives 1 to {MAX_TOKEN_DAYS} days; {days} was asked for.")

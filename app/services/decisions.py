@@ -7,7 +7,7 @@ decision stands until a reviewer makes another one. Rows in ``decisions`` are ne
 
 from __future__ import annotations
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -55,15 +55,28 @@ def decision_json(d: Decision, username: str | None, flag: Flag | None = None) -
 
 
 def list_decisions(session: Session, *, entry_id: int | None = None, flag_id: int | None = None,
-                   limit: int = 100, before_id: int | None = None) -> list[dict]:
-    """The audit log, newest first; page with ``before_id``."""
+                   limit: int = 100, before_id: int | None = None, offset: int = 0) -> list[dict]:
+    """The audit log, newest first; page with ``offset`` (or ``before_id``)."""
     if limit < 1 or limit > MAX_LIST:
         raise BadRequest(f"limit must be between 1 and {MAX_LIST}.")
-    q = select(Decision, User.username).join(User, User.id == Decision.user_id)
+    q = select(Decision, User.username).join(User, User.id == Decision.user_id).where(
+        *_decision_filters(entry_id, flag_id, before_id))
+    rows = session.execute(q.order_by(Decision.id.desc()).limit(limit).offset(max(offset, 0)))
+    return [decision_json(d, name) for d, name in rows]
+
+
+def count_decisions(session: Session, *, entry_id: int | None = None, flag_id: int | None = None,
+                    before_id: int | None = None) -> int:
+    q = select(func.count(Decision.id)).where(*_decision_filters(entry_id, flag_id, before_id))
+    return session.scalar(q) or 0
+
+
+def _decision_filters(entry_id, flag_id, before_id) -> list:
+    conds = []
     if entry_id is not None:
-        q = q.where(Decision.entry_id == entry_id)
+        conds.append(Decision.entry_id == entry_id)
     if flag_id is not None:
-        q = q.where(Decision.flag_id == flag_id)
+        conds.append(Decision.flag_id == flag_id)
     if before_id is not None:
-        q = q.where(Decision.id < before_id)
-    return [decision_json(d, name) for d, name in session.execute(q.order_by(Decision.id.desc()).limit(limit))]
+        conds.append(Decision.id < before_id)
+    return conds

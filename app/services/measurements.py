@@ -9,13 +9,15 @@ from __future__ import annotations
 import math
 from datetime import datetime, timezone
 
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Measurement, Recipe, User
 from app.services.audit import audit_recipes
+
+MAX_LIST = 500
 
 
 def _parse_when(value) -> datetime:
@@ -49,20 +51,52 @@ def record(session: Session, settings: Settings, user: User | None, *, recipe_id
     session.add(m)
     session.flush()
     audit_recipes(session, settings, [recipe_id])
-    return measurement_json(m)
+    return measurement_json(m, settings)
 
 
 def counts(m: Measurement) -> bool:
     return bool(m.non_repeating_prompts and m.output_checked)
 
 
-def measurement_json(m: Measurement) -> dict:
+def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
+    from app.services.quotable import measurement_url, utc_iso
+
     return {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
             "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
-            "method": m.method, "notes": m.notes,
-            "measured_at": m.measured_at.isoformat() if m.measured_at else None}
+            "method": m.method, "notes": m.notes, "measured_at": utc_iso(m.measured_at),
+            "citation": measurement_url(settings, m.id) if settings is not None else f"/api/measurements/{m.id}"}
 
 
-def list_for_recipe(session: Session, recipe_id: str) -> list[dict]:
+def list_for_recipe(session: Session, recipe_id: str, settings: Settings | None = None) -> list[dict]:
     q = select(Measurement).where(Measurement.recipe_id == recipe_id).order_by(Measurement.id)
-    return [measurement_json(m) for m in session.scalars(q)]
+    return [measurement_json(m, settings) for m in session.scalars(q)]
+
+
+def list_measurements(session: Session, settings: Settings, *, recipe_id: str | None = None, limit: int = 100,
+                      offset: int = 0) -> tuple[list[dict], int]:
+    """One page of measurements (oldest first), optionally of one recipe, and how many match."""
+    if limit < 1 or limit > MAX_LIST:
+        raise BadRequest(f"limit must be between 1 and {MAX_LIST}.")
+    conds = [Measurement.recipe_id == recipe_id] if recipe_id else []
+    if recipe_id and session.scalar(select(Recipe.id).where(Recipe.recipe_id == recipe_id)) is None:
+        raise NotFound(f"No recipe {recipe_id!r}; find its id with `caveat quote MODEL`.")
+    total = session.scalar(select(func.count(Measurement.id)).where(*conds)) or 0
+    rows = session.scalars(select(Measurement).where(*conds).order_by(Measurement.id).limit(limit).offset(offset))
+    return [measurement_json(m, settings) for m in rows], total
+
+
+def get_measurement(session: Session, measurement_id: int) -> Measurement:
+    m = session.get(Measurement, measurement_id) if 0 < measurement_id < 2**63 else None
+    if m is None:
+        raise NotFound(f"No measurement {measurement_id}; `caveat measurement list` shows them.")
+    return m
+
+
+def remove(session: Session, settings: Settings, measurement_id: int) -> dict:
+    """Delete a measurement (recorded by mistake) and re-audit its recipe."""
+    m = get_measurement(session, measurement_id)
+    gone = measurement_json(m, settings)
+    session.delete(m)
+    session.flush()
+    audit_recipes(session, settings, [gone["recipe_id"]])
+    return gone
