@@ -63,6 +63,11 @@ class Settings(BaseSettings):
     base_url: str = Field(
         "http://127.0.0.1:8000", description="Public origin used in citation URLs printed by the CLI and API."
     )
+    replay_origin: str | None = Field(
+        None,
+        description="Separate origin (scheme://host[:port]) that alone serves archived bytes (`/web/{ts}id_/...`); "
+        "the app's own origin then refuses them, and that origin serves nothing else. Unset: one origin.",
+    )
     secret_key: str | None = Field(
         None,
         description="Key that signs session cookies and CSRF tokens. Default: generated once and kept in "

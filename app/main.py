@@ -132,6 +132,9 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     from app.services.citations import RequestOrigin
 
     app.add_middleware(RequestOrigin, settings=settings)  # URLs built when served: CAVEAT_BASE_URL or this origin
+    from app.services.replay import ReplayOriginGuard
+
+    app.add_middleware(ReplayOriginGuard)  # CAVEAT_REPLAY_ORIGIN: archived bytes from that origin only
     app.add_middleware(PublicReads)  # CORS, ETag, Cache-Control, 304 and OPTIONS on public reads
     app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too
     return app

@@ -35,8 +35,7 @@ class RequestOrigin:
 
     def __init__(self, app, settings: Settings | None = None):
         self.app = app
-        self.fixed = settings.base_url.rstrip("/") if settings is not None and "base_url" in settings.model_fields_set \
-            else None
+        self.settings = settings
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -46,7 +45,11 @@ class RequestOrigin:
             h, port = scope["server"][0], scope["server"][1]
             host = f"{h}:{port}" if port else h
         origin = f"{scope.get('scheme', 'http')}://{host}" if host and _sane_host(host) else None
-        token = _REQUEST_ORIGIN.set(self.fixed or origin)
+        app = scope.get("app")
+        settings = getattr(getattr(app, "state", None), "settings", None) or self.settings
+        fixed = settings.base_url.rstrip("/") if settings is not None and "base_url" in settings.model_fields_set \
+            else None
+        token = _REQUEST_ORIGIN.set(fixed or origin)
         try:
             return await self.app(scope, receive, send)
         finally:
@@ -161,8 +164,19 @@ def snapshot_json(settings: Settings, snap: Snapshot, stored: StoredResponse | N
         "length": snap.length, "origin": snap.origin,
         "citation_url": f"{base}{citation_path(snap.citation_id)}",
         "replay_url": f"{base}/web/{snap.timestamp}/{snap.url}",
-        "raw_url": f"{base}/web/{snap.timestamp}id_/{snap.url}",
+        "raw_url": _raw_url(settings, snap),
     }
+
+
+def _raw_url(settings: Settings, snap: Snapshot) -> str:
+    from app.services.replay import raw_url
+
+    return raw_url(settings, snap.timestamp, snap.url)
+
+
+def raw_href(settings: Settings, snap: Snapshot) -> str:
+    """Link to the archived bytes on our own pages: same-origin path, or the replay origin's URL."""
+    return _raw_url(settings, snap) if settings.replay_origin else f"/web/{snap.timestamp}id_/{snap.url}"
 
 
 def list_snapshots(session: Session, settings: Settings, url: str | None, *, limit: int = 100) -> dict:
@@ -211,6 +225,7 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
         "entries": _entries_of(session, snap),
         "other_captures": others,
         "cite": cite_box(settings, snap),
+        "raw_href": raw_href(settings, snap),
     })
     return data
 
@@ -326,6 +341,7 @@ def quote_view(session: Session, settings: Settings, citation_id: str, q: str, p
         "before": hay[:first.start], "after": hay[first.end:],
     })
     data["html"] = doc.render(shown)
+    data["raw_href"] = raw_href(settings, snap)
     data["cite"] = cite_box(settings, snap, q, data["matches"][0]["quote_url"])
     return data
 

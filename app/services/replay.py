@@ -114,7 +114,9 @@ def latest(session: Session, url: str) -> str:
 
 def memento_headers(settings: Settings, snap: Snapshot, modifier: str = "") -> dict[str, str]:
     """``Memento-Datetime`` and ``Link`` (original, timegate, timemap, this memento), as pywb sends them."""
-    urls = memento.Urls(settings.base_url, snap.url)
+    from app.services.citations import public_base
+
+    urls = memento.Urls(public_base(settings), snap.url)
     return {
         "Memento-Datetime": memento.http_date(snap.timestamp),
         "Link": memento.memento_link_header(urls, snap.timestamp, modifier=modifier),
@@ -206,3 +208,65 @@ def raw_parts(stored: StoredResponse, *, url: str = "", replay_url=None) -> tupl
 def is_html(mime: str | None) -> bool:
     m = (mime or "").split(";")[0].strip().lower()
     return m in ("text/html", "application/xhtml+xml", "image/svg+xml", "text/xml", "application/xml") or not m
+
+
+# -- a separate origin for archived bytes (CAVEAT_REPLAY_ORIGIN) ----------------------------------
+
+_RAW_PATH = re.compile(r"^/web/\d{1,17}id_/")
+
+
+def replay_base(settings: Settings) -> str:
+    """Where archived bytes are served from: ``CAVEAT_REPLAY_ORIGIN`` when set, else the app's origin."""
+    if settings.replay_origin:
+        return settings.replay_origin.rstrip("/")
+    from app.services.citations import public_base
+
+    return public_base(settings)
+
+
+def raw_url(settings: Settings, timestamp: str, url: str) -> str:
+    return f"{replay_base(settings)}/web/{timestamp}id_/{url}"
+
+
+def _host_of(origin: str) -> str:
+    return urlsplit(origin).netloc.lower()
+
+
+class ReplayOriginGuard:
+    """ASGI middleware. With ``CAVEAT_REPLAY_ORIGIN`` set, a request whose Host is that origin's may
+    only fetch archived bytes (``/web/{ts}id_/...``; anything else is a 404), and the app's own origin
+    refuses archived bytes (403 naming where they are). Without it, nothing changes."""
+
+    def __init__(self, app):
+        self.app = app
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        app = scope.get("app")
+        settings = getattr(getattr(app, "state", None), "settings", None)
+        origin = getattr(settings, "replay_origin", None)
+        if not origin:
+            return await self.app(scope, receive, send)
+        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), "").lower()
+        path = scope.get("path", "")
+        raw = bool(_RAW_PATH.match(path))
+        if host == _host_of(origin) and not raw:
+            return await _refuse(send, 404, f"{origin} serves only archived bytes (/web/<timestamp>id_/<url>); "
+                                            "Caveat's pages are on its own origin.")
+        if host != _host_of(origin) and raw:
+            where = origin.rstrip("/") + path + (("?" + scope["query_string"].decode("latin-1"))
+                                                  if scope.get("query_string") else "")
+            return await _refuse(send, 403, "Archived bytes are not served from this origin (CAVEAT_REPLAY_ORIGIN "
+                                            f"is set, so that archived pages never run on Caveat's origin): open {where}")
+        return await self.app(scope, receive, send)
+
+
+async def _refuse(send, status: int, message: str) -> None:
+    import json
+
+    body = json.dumps({"ok": False, "status": status, "error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"cache-control", b"no-store")]})
+    await send({"type": "http.response.body", "body": body})

@@ -12,13 +12,18 @@ from sqlalchemy.orm import Session
 from app.errors import BadRequest, NotFound
 from app.main import get_session
 from app.services import replay
+from app.services.citations import public_base
 from archive import memento
 
 router = APIRouter()
 _SPEC = re.compile(r"^(\d{1,17})(id_)?$")
 # The wrapper page is ours: no scripts at all, frames only from our origin (the sandboxed memento).
-WRAPPER_CSP = ("default-src 'self'; script-src 'none'; frame-src 'self'; object-src 'none'; base-uri 'none'; "
+WRAPPER_CSP = ("default-src 'self'; script-src 'none'; frame-src 'self'{replay}; object-src 'none'; base-uri 'none'; "
                "frame-ancestors 'none'")
+
+
+def wrapper_csp(settings) -> str:
+    return WRAPPER_CSP.format(replay=f" {settings.replay_origin.rstrip('/')}" if settings.replay_origin else "")
 
 
 def _target(request: Request, url: str) -> str:
@@ -42,32 +47,38 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     target = _target(request, url)
     settings = request.app.state.settings
     res = replay.resolve(session, target, ts)
+    base = public_base(settings)
+    raw_base = replay.replay_base(settings)
     if res.snapshot is None:
-        return _redirect(f"{settings.base_url}/web/{res.redirect_ts}{modifier}/{target}")
+        return _redirect(f"{raw_base if modifier else base}/web/{res.redirect_ts}{modifier}/{target}")
     snap = res.snapshot
     mheaders = replay.memento_headers(settings, snap, modifier)
     if modifier == "id_":
         stored = replay.fetch(settings, session, snap, decode=False)
         status, headers, body = replay.raw_parts(
-            stored, url=snap.url, replay_url=lambda target: f"{settings.base_url}/web/{snap.timestamp}id_/{target}")
+            stored, url=snap.url, replay_url=lambda target: f"{raw_base}/web/{snap.timestamp}id_/{target}")
         resp = Response(content=body, status_code=status)
         resp.raw_headers = [(k.lower().encode("latin-1"), v.encode("latin-1", "replace")) for k, v in headers]
         resp.raw_headers.append((b"content-length", str(len(body)).encode()))
         for k, v in mheaders.items():
             resp.raw_headers.append((k.lower().encode(), v.encode("latin-1", "replace")))
-        resp.raw_headers += [(b"content-security-policy", replay.CSP_SANDBOX.encode()),
+        csp = replay.CSP_SANDBOX
+        if settings.replay_origin:  # framed by the app's origin, from the replay origin
+            csp = csp.replace("frame-ancestors 'self'", f"frame-ancestors {base}")
+        resp.raw_headers += [(b"content-security-policy", csp.encode()),
                              (b"x-content-type-options", b"nosniff"),
                              (b"cache-control", b"public, max-age=31536000, immutable")]
         return resp
-    replay.fetch(settings, session, snap, decode=False)  # fixity on every read: a damaged record gets a 500, not a banner
+    stored = replay.fetch(settings, session, snap, decode=False)  # fixity on every read: a damaged record gets a 500
     templates = request.app.state.templates
     resp = templates.TemplateResponse(request, "replay_frame.html", {
-        "snap": snap, "http_date": mheaders["Memento-Datetime"],
-        "frame_src": f"/web/{snap.timestamp}id_/{snap.url}",
-        "citation_url": f"{settings.base_url}/c/{snap.citation_id}",
+        "snap": snap, "http_date": mheaders["Memento-Datetime"], "fixity": stored.fixity,
+        "frame_src": replay.raw_url(settings, snap.timestamp, snap.url) if settings.replay_origin
+        else f"/web/{snap.timestamp}id_/{snap.url}",
+        "citation_url": f"{base}/c/{snap.citation_id}",
     })
     resp.headers.update(mheaders)
-    resp.headers["Content-Security-Policy"] = WRAPPER_CSP
+    resp.headers["Content-Security-Policy"] = wrapper_csp(settings)
     return resp
 
 
@@ -86,7 +97,7 @@ def timegate(url: str, request: Request, session: Session = Depends(get_session)
             raise NotFound(f"{target} has not been archived. Capture it first: caveat capture '{target}'")
     else:
         ts = replay.latest(session, target)
-    urls = memento.Urls(settings.base_url, target)
+    urls = memento.Urls(public_base(settings), target)
     return _redirect(urls.memento(ts), {"Vary": "accept-datetime", "Link": memento.timegate_link_header(urls)})
 
 
@@ -96,7 +107,7 @@ def _timemap(request: Request, session: Session, url: str, kind: str) -> Respons
     if not stamps:
         raise NotFound(f"{target} has not been archived, so it has no TimeMap. Capture it first: "
                        f"caveat capture '{target}'")
-    urls = memento.Urls(request.app.state.settings.base_url, target)
+    urls = memento.Urls(public_base(request.app.state.settings), target)
     if kind == "link":
         return Response(memento.timemap_link_format(urls, stamps), media_type="application/link-format")
     return Response(memento.timemap_json(urls, stamps), media_type="application/json")
