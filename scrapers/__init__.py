@@ -75,6 +75,35 @@ def guess_kind(body: bytes | str, content_type: str | None) -> tuple[str, str]:
     return "text", (f"content type {ct}, " if ct else "") + "no tables: read as prose"
 
 
+_PIN_FIELDS = ("engine_version", "engine_commit", "page_pin")
+_PINNED_IMAGE = re.compile(r"@sha256:[0-9a-f]{12,}|:v?\d+\.\d+[\w.+-]*$", re.I)
+
+
+def _pinned(fields: dict) -> bool:
+    return any(fields.get(f) for f in _PIN_FIELDS) or bool(_PINNED_IMAGE.search(str(fields.get("engine_image") or "")))
+
+
+def _page_pin(result: ParseResult) -> None:
+    """Give every entry whose own scopes pin no build the first version, commit, build or image digest
+    the page states anywhere (``page_pin``), so a reviewer sees what the page does say about its build."""
+    if not result.entries or not result.text:
+        return
+    if all(_pinned(e.fields) for e in result.entries):
+        return
+    from scrapers.pagefacts import page_pin
+    from scrapers.selectors import selector
+
+    found = page_pin(result.text)
+    if not found:
+        return
+    quote, a, b = found
+    for e in result.entries:
+        if not _pinned(e.fields):
+            e.fields["page_pin"] = quote
+            e.quotes["page_pin"] = quote
+            e.selectors["page_pin"] = selector(result.text, a, b)
+
+
 def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None) -> ParseResult:
     """Parse one archived response. Never raises on bad input; problems are in ``result.warnings``.
 
@@ -99,6 +128,7 @@ def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url:
             from scrapers.document import model_from_url
 
             model_from_url(result, url)
+        _page_pin(result)
         return result
     except Exception as exc:  # a parser bug must not abort a crawl; say what happened instead
         result.entries = []

@@ -21,6 +21,7 @@ FIELDS: dict[str, type | tuple] = {
     "engine_version": str,
     "engine_image": str,        # container image (with digest if given)
     "engine_commit": str,       # commit hash or llama.cpp build number
+    "page_pin": str,            # a version/commit/build/image digest the page states elsewhere, not by this figure
     "quantization": str,        # quantization or checkpoint, e.g. "NVFP4", "Q4_0"
     "tp": int, "pp": int, "ep": int, "dcp": int,
     "concurrency": int,         # batch size or concurrent requests behind the figure

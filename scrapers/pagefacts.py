@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from scrapers import phrases
-from scrapers.columns import ENGINE_RE, _NUM_WORDS, find_quant, split_engine
+from scrapers.columns import ENGINE_RE, ENGINES, _NUM_WORDS, find_quant, split_engine
 
 _GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO\s*)?\d{4}\w*(?:\s+(?:Ti|Ada|Blackwell|Max-Q|"
         r"Workstation|Server|Edition))*|(?-i:[HBA])\d{2,3}(?:[A-Za-z]\w*)?(?!\d)(?:\s+(?:SXM\d?|PCIe|NVL|80GB|SXM))*|L40S?|L4|GB\d{3}|"
@@ -106,3 +106,47 @@ def facts(title: str, intro: str) -> dict[str, tuple[object, str]]:
                 continue   # these belong to one measurement, not to the page
             out.setdefault(f, vq)
     return out
+
+
+# -- what pins a page's build -----------------------------------------------------------------------
+# An engine named with its version ("TensorRT-LLM v0.5.0", "deepsparse v1.5.2", "SGLang 0.5.4"), a
+# release version ("New in v0.1.0", ".../releases/download/v0.0.12/"), an image tagged with a version
+# or pinned by digest ("intel/vllm:0.10.2-xpu"), a commit link or "commit abc1234", a llama.cpp build
+# line. Base images (cuda, ubuntu, python, pytorch) pin nothing of the engine.
+_BASE_IMAGES = r"(?:nvidia/cuda|cuda|ubuntu|debian|python|pytorch/pytorch|rocm/dev-ubuntu[\w-]*|alpine|centos)"
+_PIN_PATTERNS = [re.compile(p, re.I) for p in (
+    r"/commits?/(?P<v>[0-9a-f]{7,40})\b",
+    r"\bcommit\s*[:=]?\s*`?(?P<v>[0-9a-f]{7,40})\b",
+    r"\bbuild\s*[:=]\s*(?P<v>[0-9a-f]{7,40}\s*\(\d+\))",
+    r"(?<![\w-])(?P<v>b\d{3,6}-[0-9a-f]{7,40})\b",
+    r"(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64})",
+    r"(?<![\w/.-])(?!" + _BASE_IMAGES + r":)(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:v?\d+\.\d+[\w.+-]*)",
+    r"/releases/(?:download|tag)/(?P<v>v?\d+\.\d+(?:\.\d+)?[\w.+-]*)",
+    r"\b(?:new\s+in|release[d]?|version)\s*:?\s*(?P<v>v?\d+\.\d+\.\d+[\w.+-]*)",
+)]
+_ENGINE_VERSION = None
+
+
+def page_pin(text: str, limit: int = 2_000_000) -> tuple[str, int, int] | None:
+    """The first thing on the page that pins a build: (quote, start, end), or None."""
+    global _ENGINE_VERSION
+    if _ENGINE_VERSION is None:
+        names = sorted(ENGINES + ["TensorRT", "deepsparse", "vllm-ascend", "ExLlamaV2", "ROCm llama.cpp"], key=len, reverse=True)
+        _ENGINE_VERSION = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) +
+                                     r")[\s:=@-]*(?:version\s*)?(?P<v>v?\d+\.\d+(?:\.\d+)?[\w.+-]*)", re.I)
+    chunk = text[:limit]
+    found = []
+    for pat in [_ENGINE_VERSION] + _PIN_PATTERNS:
+        for n, m in enumerate(pat.finditer(chunk)):
+            found.append((m.start("v"), m.group("v"), m.end("v")))
+            if n >= 20:
+                break
+    if not found:
+        return None
+    found.sort()
+    clean = [x for x in found if not _DEV.search(x[1])]   # a release before a dev or nightly build
+    a, v, b = (clean or found)[0]
+    return v, a, b
+
+
+_DEV = re.compile(r"\.dev\d*|nightl|\bdev\b|snapshot|\bmain\b|\bmaster\b|\blatest\b", re.I)

@@ -83,7 +83,7 @@ _RUNS = _c(r"\b(?P<v>\d+)\s+(?:runs|repetitions|reps|trials|repeats)\b|\bn\s*=\s
            r"|\b(?P<one>(?:a|one)\s+(?:single\s+)?(?:timed|test|benchmark)\s+(?:request|run)|single\s+(?:timed\s+)?run|ran\s+once)\b")
 _BUILD = _c(r"\bbuild\s*[:=]\s*(?P<c>[0-9a-f]{7,40})\s*\((?P<n>\d+)\)")
 _BTAG = _c(r"(?<![\w-])b(?P<n>\d{3,6})-(?P<c>[0-9a-f]{7,40})\b")
-_COMMIT = _c(r"\b(?:commit|sha|rev(?:ision)?|@)\s*[:=]?\s*(?P<c>[0-9a-f]{7,40})\b")
+_COMMIT = _c(r"\b(?:commit|sha|rev(?:ision)?|@)\s*[:=]?\s*(?P<c>[0-9a-f]{7,40})\b(?!:)")   # (not root@1a2b3c4d:)
 _IMAGE = _c(r"(?P<i>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:[\w][\w.+-]*(?:@sha256:[0-9a-f]{8,64}…?)?|"
             r"(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*@sha256:[0-9a-f]{8,64})")
 _TOKS_SECS = _c(r"(?P<t>\d[\d,]*(?:\.\d+)?)\s+(?:completion\s+|output\s+|generated\s+)?tokens\s+in\s+(?P<s>\d+(?:\.\d+)?)"

@@ -23,8 +23,9 @@ def single_run(f, q, ctx):
     return None
 
 
-_UNPINNED = re.compile(r"\bnightly\b|\bdev(?:elopment)?[- ]build\b|\.dev\d*\b|\blocal(?:ly)?[- ]patch(?:es|ed)?\b|"
+_UNPINNED = re.compile(r"\bnightl(?:y|ies)\b|(?<=\w)-dev(?=[:@/])|\bdev(?:elopment)?[- ]build\b|\.dev\d*\b|\blocal(?:ly)?[- ]patch(?:es|ed)?\b|"
                        r"\bpatched\b|\bunmerged\b|\bsource patch(?:es)?\b|\b(?:main|master)[- ]branch\b|\bHEAD\b")
+_IMAGE_VERSION = re.compile(r":v?\d+\.\d+[\w.+-]*$")     # an image tagged with a version: intel/vllm:0.10.2-xpu
 _DIGEST = re.compile(r"@sha256:[0-9a-f]{12,}|\bsha256:[0-9a-f]{12,}", re.I)
 
 
@@ -37,8 +38,8 @@ _PIN_TEXT = re.compile(
 def pinned_by(f: dict) -> list[str]:
     """The fields of an entry that pin its build: a version, a commit or build number, an image digest,
     or one of those written in its notes, command or label."""
-    pinned = [n for n in ("engine_version", "engine_commit") if text(f, n).strip()]
-    if _DIGEST.search(text(f, "engine_image")):
+    pinned = [n for n in ("engine_version", "engine_commit", "page_pin") if text(f, n).strip()]
+    if _DIGEST.search(text(f, "engine_image")) or _IMAGE_VERSION.search(text(f, "engine_image")):
         pinned.append("engine_image")
     for name in ("notes", "command", "label"):  # a build number, version string or image digest stated there
         if _PIN_TEXT.search(text(f, name)):
@@ -50,7 +51,9 @@ def pinned_by(f: dict) -> list[str]:
       "The build cannot be reproduced: no engine version, commit or image digest, or a nightly, dev or "
       "locally patched build.")
 def unpinned_build(f, q, ctx):
-    hit = search(f, ("engine_version", "engine_image", "engine_commit", "notes", "command"), _UNPINNED)
+    if _DIGEST.search(text(f, "engine_image")):
+        return None     # an image pinned by digest is those exact bytes, whatever build it holds
+    hit = search(f, ("engine_version", "engine_image", "engine_commit", "notes", "command", "page_pin"), _UNPINNED)
     if hit:
         name, m = hit
         return {"numbers": {"phrase": m.group(0), "field": name},
