@@ -115,6 +115,69 @@ def _steady(recipe: dict | None, entry: dict) -> dict | None:
     return entry.get("steady_state")
 
 
+def _num(v) -> str:
+    if isinstance(v, bool):
+        return "yes" if v else "no"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if isinstance(v, float):
+        if v != v:
+            return "not a number"
+        return f"{v:,.2f}" if abs(v) < 10 else f"{v:,.1f}".removesuffix(".0")
+    return str(v)
+
+
+def _in_words(name: str, value) -> str:
+    """One evidence number as a reader would say it: ``acceptance rate 1.00``, lists as their items."""
+    label = name.replace("_", " ")
+    if value is None:
+        return f"{label}: not stated"
+    if isinstance(value, (list, tuple)):
+        if any(isinstance(v, (dict, list, tuple)) for v in value):
+            return f"{label}: {len(value)} items"
+        if all(isinstance(v, str) for v in value):
+            return "; ".join(value) if name in ("reasons", "why") else f"{label}: " + "; ".join(value)
+        return f"{label}: " + ", ".join(_num(v) for v in value)
+    if isinstance(value, dict):
+        return f"{label}: " + ", ".join(f"{k.replace('_', ' ')} {_num(v)}" for k, v in value.items())
+    return f"{label} {_num(value)}"
+
+
+def standing_flags(flags: list[dict]) -> list[dict]:
+    """The flags that count (active, not dismissed), most severe first, with their evidence in words."""
+    out = []
+    for f in flags:
+        if f.get("status") == "dismissed" or f.get("active") is False:
+            continue
+        ev = f.get("evidence") or {}
+        numbers = ev.get("numbers") or {}
+        out.append({"id": f.get("id"), "rule": f["rule"], "severity": f["severity"], "status": f.get("status"),
+                    "explanation": f.get("explanation"), "citation": f.get("citation"),
+                    "facts": [_in_words(k, v) for k, v in numbers.items()
+                              if not isinstance(v, (list, tuple, dict)) or k in ("reasons", "why")]
+                    if isinstance(numbers, dict) else [],
+                    "quotes": [q for q in (ev.get("quotes") or []) if isinstance(q, dict) and q.get("text")]})
+    return out
+
+
+def verdict(entry: dict, standing: list[dict]) -> dict:
+    """The one-line answer for the reviewer: quote this, quote that instead, or do not quote."""
+    head, work, basis = entry.get("headline_tps"), entry.get("working_tps"), entry.get("basis") or "none"
+    why = entry.get("basis_reason") or ""
+    worst = standing[0]["severity"] if standing else None
+    if work is None or basis == "none":
+        return {"kind": "do-not-quote", "text": "Do not quote this entry",
+                "why": why or "no measurement, no stated steady state, and the headline is flagged",
+                "worst": worst}
+    if head is not None and abs(work - head) < 1e-9 and basis == "headline":
+        return {"kind": "quote-this", "text": f"Quote this: {_num(float(work))} tok/s, the headline",
+                "why": why, "worst": worst}
+    text = f"Quote {_num(float(work))} tok/s instead"
+    if head is not None:
+        text += f" of the headline {_num(float(head))}"
+    return {"kind": "quote-instead", "text": text, "why": why, "worst": worst}
+
+
 def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
     entry = entries_service.get_entry(session, settings, entry_id)
     row = session.get(Entry, entry_id)
@@ -128,8 +191,11 @@ def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
     recipe = entries_service.get_recipe(session, settings, row.recipe_id) if row.recipe_id else None
     ladder = recipe["ladder"] if recipe else [
         {"draft_tokens": entry["draft_tokens"], "headline_tps": entry["headline_tps"], "entry": entry_id}]
+    standing = standing_flags(flags)
     return {
         "entry": entry,
+        "verdict": verdict(entry, standing),
+        "standing": standing,
         "recipe": None if recipe is None else {
             "recipe_id": recipe["recipe_id"], "url": f"/recipes/{recipe['recipe_id']}",
             "quotable_tps": recipe["quotable_tps"], "basis": recipe["basis"],

@@ -71,6 +71,18 @@ def _install_filters(request: Request) -> None:
     env.filters["ratio"] = fmt_ratio
     env.filters["local"] = make_local(request.app.state.settings.base_url)
     env.filters["weblink"] = weblink
+    env.filters["in_words"] = evidence_words
+
+
+def evidence_words(value) -> str:
+    """An evidence value that is a list or a mapping, in words (never raw JSON)."""
+    from app.services.pages import _num
+
+    if isinstance(value, dict):
+        return ", ".join(f"{str(k).replace('_', ' ')} {evidence_words(v) if isinstance(v, (dict, list, tuple)) else _num(v)}"
+                         for k, v in value.items())
+    return "; ".join(v if isinstance(v, str) else evidence_words(v) if isinstance(v, (dict, list, tuple)) else _num(v)
+                     for v in value)
 
 
 def split_json(ref: str) -> tuple[str, bool]:
@@ -87,8 +99,11 @@ def json_href(request: Request) -> str:
 def render(request: Request, template: str, data: dict, *, as_json: bool, user=None, status: int = 200,
            **extra):
     """The page's HTML, or ``data`` itself as JSON for the twin."""
-    if as_json:
-        return JSONResponse(data, status_code=status)
+    if as_json:  # the machine twin follows the API's convention: ok first, timestamps in UTC
+        from app.api.convention import utc_fields
+
+        body = utc_fields({"ok": status < 400, **data}) if isinstance(data, dict) else data
+        return JSONResponse(body, status_code=status)
     _install_filters(request)
     ctx = {"data": data, "user": user, "csrf": auth.csrf_token(request), "json_href": json_href(request),
            "path": request.url.path, "full_path": _full_path(request)}
