@@ -60,6 +60,11 @@ class Snapshot(Base):
     fixity: Mapped[str] = mapped_column(String(16), nullable=False, default="unchecked")  # ok|failed|unchecked
     fixity_checked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     fixity_detail: Mapped[str | None] = mapped_column(Text)
+    # public|withdrawn (410, tombstone)|restricted (403); bytes stay in the WARC either way (issue 13)
+    access: Mapped[str] = mapped_column(String(16), nullable=False, default="public", server_default="public")
+    access_reason: Mapped[str | None] = mapped_column(Text)
+    access_changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    access_by: Mapped[str | None] = mapped_column(String(255))
 
     refers_to: Mapped[Snapshot | None] = relationship(remote_side=[id])
 
@@ -68,6 +73,7 @@ class Snapshot(Base):
         Index("ix_snapshots_url", "url"),
         Index("ix_snapshots_sha256", "sha256"),
         Index("ix_snapshots_file_offset", "warc_file", "offset"),
+        Index("ix_snapshots_access", "access"),
     )
 
 
@@ -275,6 +281,25 @@ class Decision(Base):
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
 
     __table_args__ = (Index("ix_decisions_created", "created_at"),)
+
+
+class AccessEvent(Base):
+    """Append-only log of withdrawals, restrictions and reinstatements of captures (who and why)."""
+
+    __tablename__ = "access_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    snapshot_id: Mapped[int] = mapped_column(ForeignKey("snapshots.id", ondelete="RESTRICT"), nullable=False)
+    citation_id: Mapped[str] = mapped_column(String(9), nullable=False)
+    action: Mapped[str] = mapped_column(String(16), nullable=False)  # withdraw|restrict|reinstate
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    actor: Mapped[str] = mapped_column(String(255), nullable=False)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    warc_record_id: Mapped[str | None] = mapped_column(String(80))  # the metadata record that keeps it in the WARC
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_access_events_snapshot", "snapshot_id", "id"),
+                      Index("ix_access_events_created", "created_at"))
 
 
 class Measurement(Base):

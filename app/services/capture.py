@@ -269,7 +269,7 @@ class _Planner:
             refers_to_id=original.get("id") if original is not None else None,
             refers_to_record_id=original["record_id"] if original is not None else None,
             redirect_to=hop.location, origin="capture", source_id=source_id, fixity="unchecked",
-            citation_id=hop.citation_id,
+            citation_id=hop.citation_id, access="public",
         )
         if original is None and hop.body_length > 0:
             self.originals.setdefault(sha_hex, row)

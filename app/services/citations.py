@@ -420,3 +420,29 @@ def cite_box(settings: Settings, snap: Snapshot, quote: str | None = None, link:
     bibtex = "@misc{" + key + ",\n" + ",\n".join(f"  {k} = {{{v}}}" for k, v in fields) + "\n}"
     return {"short_link": short, "link": link, "archived_url": snap.url, "archived_at": when,
             "timestamp": snap.timestamp, "quote": quote, "plain": "\n".join(lines), "bibtex": bibtex}
+
+
+def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
+    """What a withdrawn (410) or restricted (403) citation still says. A withdrawal keeps the metadata
+    and the reason on show; a restriction says only that the capture is kept and not shown."""
+    from app.services import withdrawal
+
+    status = withdrawal.STATUS_OF.get(snap.access, 410)
+    when = snap.access_changed_at.isoformat() if snap.access_changed_at else None
+    base = public_base(settings)
+    if snap.access == "restricted":
+        return {"ok": False, "status": status, "id": snap.citation_id, "access": snap.access, "access_changed_at": when,
+                "error": f"Citation {snap.citation_id} is restricted: the capture is kept in the archive but not "
+                         "shown. Its bytes stay in the WARC files and `caveat verify` still checks them.",
+                "citation_url": f"{base}{citation_path(snap.citation_id)}", "history": withdrawal.history(session, snap)}
+    return {
+        "ok": False, "status": status, "id": snap.citation_id, "access": snap.access, "access_changed_at": when,
+        "error": f"Citation {snap.citation_id} was withdrawn on {when or 'an unknown date'}: {snap.access_reason}. "
+                 "The capture is no longer shown; what it was is listed here, and its bytes stay in the WARC files "
+                 "(`caveat verify` still checks them).",
+        "reason": snap.access_reason, "withdrawn_by": snap.access_by,
+        "url": snap.url, "timestamp": snap.timestamp, "memento_datetime": memento.http_date(snap.timestamp),
+        "status_archived": snap.status, "mime": snap.mime, "sha256": snap.sha256, "record_id": snap.record_id,
+        "record_type": snap.record_type, "warc_file": snap.warc_file, "offset": snap.offset,
+        "citation_url": f"{base}{citation_path(snap.citation_id)}", "history": withdrawal.history(session, snap),
+    }

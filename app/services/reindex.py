@@ -23,6 +23,7 @@ from sqlalchemy import insert, select, update
 
 from app.db import Database, chunked
 from app.models import Snapshot, Source
+from app.services.withdrawal import apply_access_records, parse_access_record
 from archive.citeid import citation_id_for_record
 from archive.importer import warc_date_to_ts
 from archive.indexer import Found, Walk, walk
@@ -112,6 +113,7 @@ class Reindexer:
         pending: list[dict] = []
         requests: dict[str, tuple[int, int]] = {}  # response record id -> request (offset, length)
         links: dict[str, str] = {}  # response record id -> source name
+        access: list[tuple[str, dict]] = []  # access changes, in file order
         for found in walk(path, start, max_record_bytes=self.max_record_bytes, report=rep):
             if found.problem:
                 result.problems.append(f"offset {found.offset:,}: {found.problem}")
@@ -135,10 +137,14 @@ class Reindexer:
                 to = found.header("WARC-Concurrent-To")
                 if meta and to:
                     links[to] = self._source(meta)
+                change = parse_access_record(found.header("Content-Type"), found.block)
+                if change is not None:  # a withdrawal, restriction or reinstatement (issue 13)
+                    access.append((found.header("WARC-Record-ID") or "", change))
             if len(pending) >= BATCH:
                 self._commit(pending, requests, links, result)
                 pending = []
         self._commit(pending, requests, links, result)
+        apply_access_records(self.db, access)
         if rep.tail:
             result.problems.append(f"{rep.tail} tail of {rep.tail_bytes:,} bytes at {rep.tail_detail}")
         return result
@@ -189,7 +195,7 @@ class Reindexer:
             refers_to_id=None, refers_to_record_id=refers if found.warc_type == "revisit" else None,
             redirect_to=found.http_headers.get("location"),
             origin="capture" if name.startswith("caveat-") else "import", source_id=None, fixity="unchecked",
-            fixity_checked_at=None, fixity_detail=None,
+            fixity_checked_at=None, fixity_detail=None, access="public",
         )
 
     def _source(self, meta: dict[str, str]) -> str:

@@ -22,6 +22,8 @@ from app.services.snapshots import StoredResponse, load_record
 from archive import memento
 from archive.surt import surt
 
+PUBLIC = "public"   # Snapshot.access of a capture that may be shown (app.services.withdrawal)
+
 # Archived response headers are inert on our origin: only these pass through as they were archived
 # (they describe the bytes, and act on nothing); every other header is renamed ``X-Archive-Orig-<name>``,
 # so a header no list foresaw (Speculation-Rules, WWW-Authenticate, Report-To, NEL, Link, Refresh, ...)
@@ -58,7 +60,7 @@ def url_from_path(raw: str, query: str = "") -> str:
 def captures(session: Session, url: str, *, limit: int | None = None, newest_first: bool = True) -> list[Snapshot]:
     key = surt(url)
     order = Snapshot.timestamp.desc() if newest_first else Snapshot.timestamp.asc()
-    q = select(Snapshot).where(Snapshot.surt == key).order_by(order, Snapshot.id.desc())
+    q = select(Snapshot).where(Snapshot.surt == key, Snapshot.access == PUBLIC).order_by(order, Snapshot.id.desc())
     if limit:
         q = q.limit(limit)
     return list(session.scalars(q))
@@ -66,13 +68,13 @@ def captures(session: Session, url: str, *, limit: int | None = None, newest_fir
 
 def timestamps(session: Session, url: str) -> list[str]:
     key = surt(url)
-    return list(session.scalars(select(Snapshot.timestamp).where(Snapshot.surt == key)
+    return list(session.scalars(select(Snapshot.timestamp).where(Snapshot.surt == key, Snapshot.access == PUBLIC)
                                 .order_by(Snapshot.timestamp)))
 
 
 def _edge(session: Session, key: str, *, first: bool) -> str | None:
     col = Snapshot.timestamp
-    return session.scalars(select(col).where(Snapshot.surt == key)
+    return session.scalars(select(col).where(Snapshot.surt == key, Snapshot.access == PUBLIC)
                            .order_by(col.asc() if first else col.desc()).limit(1)).first()
 
 
@@ -81,9 +83,10 @@ def nearest_ts(session: Session, url: str, target: str) -> str | None:
     key = surt(url)
     target = memento.pad_ts(target)
     col = Snapshot.timestamp
-    before = session.scalars(select(col).where(Snapshot.surt == key, col <= target)
+    shown = Snapshot.access == PUBLIC   # withdrawn and restricted captures are never a TimeGate's answer
+    before = session.scalars(select(col).where(Snapshot.surt == key, shown, col <= target)
                              .order_by(col.desc()).limit(1)).first()
-    after = session.scalars(select(col).where(Snapshot.surt == key, col >= target)
+    after = session.scalars(select(col).where(Snapshot.surt == key, shown, col >= target)
                             .order_by(col.asc()).limit(1)).first()
     return memento.nearest(target, before, after)
 
@@ -270,3 +273,34 @@ async def _refuse(send, status: int, message: str) -> None:
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
                             (b"cache-control", b"no-store")]})
     await send({"type": "http.response.body", "body": body})
+
+
+# -- the list of captures of one URL: /web/*/{url} -------------------------------------------------
+
+def capture_list(session: Session, settings: Settings, url: str) -> dict:
+    """Every capture of ``url`` (SURT match), newest first, grouped by UTC day: what ``/web/*/{url}``
+    shows and its JSON twin returns. Withdrawn and restricted captures are left out."""
+    from app.services.citations import public_base
+    from app.services.withdrawal import visible
+
+    rows = [s for s in captures(session, url) if visible(s)]
+    if not rows:
+        raise NotFound(f"{url} has not been archived (or every capture of it was withdrawn). "
+                       f"Capture it first: caveat capture '{url}'")
+    base = public_base(settings)
+    days: list[dict] = []
+    for s in rows:
+        day = f"{s.timestamp[0:4]}-{s.timestamp[4:6]}-{s.timestamp[6:8]}"
+        if not days or days[-1]["date"] != day:
+            days.append({"date": day, "captures": []})
+        days[-1]["captures"].append({
+            "id": s.citation_id, "timestamp": s.timestamp, "memento_datetime": memento.http_date(s.timestamp),
+            "time": f"{s.timestamp[8:10]}:{s.timestamp[10:12]}:{s.timestamp[12:14]}.{s.timestamp[14:17]}",
+            "url": s.url, "status": s.status, "mime": s.mime, "sha256": s.sha256, "record_type": s.record_type,
+            "citation_url": f"{base}/c/{s.citation_id}", "replay_url": f"{base}/web/{s.timestamp}/{s.url}",
+            "raw_url": raw_url(settings, s.timestamp, s.url),
+        })
+    urls = memento.Urls(base, url)
+    return {"url": url, "count": len(rows), "first": rows[-1].timestamp, "last": rows[0].timestamp,
+            "days": days, "timemap_url": urls.timemap_link, "timemap_json_url": urls.timemap_json,
+            "timegate_url": urls.timegate, "json_url": f"{base}/web/*.json/{url}"}

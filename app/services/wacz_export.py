@@ -4,7 +4,9 @@ The selected records (each response or revisit, its request record, and the orig
 points at) are copied gzip member by gzip member, byte for byte, into one new WARC inside the
 package, so every WARC digest still verifies there. Each record's digests are checked before it is
 copied; a record that fails is left out and reported. ``pages/pages.jsonl`` gets one line per
-selected snapshot with its citation id, URL, time, title and page text.
+top-level page (``is_page``: 2xx document responses, not redirects, images or errors) with its citation
+id, URL, time, title and page text. The CDXJ carries Caveat's 17-digit timestamps, so a viewer asked
+for a capture's own timestamp opens that capture. Withdrawn and restricted captures are left out.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from app.services.snapshots import load_record
 from archive import textquote
 from archive.cdxj import CdxjRow
 from archive.reader import RecordUnreadable, read_record
-from archive.timestamps import ts14, ts17
+from archive.timestamps import ts17
 from archive.wacz import Page, write_wacz
 from archive.warcwriter import WarcWriter
 
@@ -52,7 +54,7 @@ def parse_since(text: str | None) -> datetime | None:
 
 
 def _select(session: Session, source: str | None, since: datetime | None) -> list[Snapshot]:
-    q = select(Snapshot).order_by(Snapshot.timestamp, Snapshot.id)
+    q = select(Snapshot).where(Snapshot.access == "public").order_by(Snapshot.timestamp, Snapshot.id)
     if source:
         src = session.scalars(select(Source).where(Source.name == source)).first()
         if src is None:
@@ -84,12 +86,20 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                        + (f" since {since}" if since else "") + ". Capture something first: caveat capture URL")
     report = ExportReport(str(out))
     wanted: dict[int, Snapshot] = {}
+    kept = []
     for s in snaps:
-        wanted[s.id] = s
-        ref = s.refers_to
-        while ref is not None and ref.id not in wanted:
-            wanted[ref.id] = ref
+        chain, ref = [], s.refers_to
+        while ref is not None and ref.id not in wanted and ref not in chain:
+            chain.append(ref)
             ref = ref.refers_to
+        if any((r.access or "public") != "public" for r in chain):  # its bytes are a withdrawn capture's
+            report.skipped.append(f"{s.citation_id} {s.url}: a revisit of a withdrawn or restricted capture; left out")
+            continue
+        kept.append(s)
+        wanted[s.id] = s
+        for r in chain:
+            wanted[r.id] = r
+    snaps = kept
     selected = {s.id for s in snaps}
     rows, pages = [], []
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
@@ -117,7 +127,7 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                         data = fin.read(length)
                         if main:
                             rows.append(CdxjRow(
-                                urlkey=s.surt, timestamp=ts14(s.timestamp), url=s.url,
+                                urlkey=s.surt, timestamp=s.timestamp, url=s.url,  # 17 digits, as Caveat cites
                                 mime="warc/revisit" if s.record_type == "revisit" else (s.mime or "unk"),
                                 status=s.status, digest=s.payload_digest, length=length, offset=pos, filename=name))
                         f.write(data)
@@ -125,7 +135,8 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                         report.records += 1
                 if s.id in selected:
                     report.snapshots += 1
-                    pages.append(_page(settings, session, s))
+                    if is_page(s):
+                        pages.append(_page(settings, session, s))
             f.flush()
         pages = [p for p in pages if p is not None]
         report.pages = len(pages)
@@ -134,6 +145,18 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                    description=f"{report.snapshots} snapshots exported by Caveat {__version__}",
                    software=f"Caveat {__version__}", main_page=pages[0] if pages else None)
     return report
+
+
+PAGE_MIMES = ("text/html", "application/xhtml+xml", "application/json", "text/plain", "text/markdown",
+              "text/x-markdown", "text/csv")
+
+
+def is_page(s: Snapshot) -> bool:
+    """A top-level page for pages.jsonl: a successful (2xx) final response of a document type, the page a
+    source names; not a redirect hop, an image or other subresource, an error page or a revisit's original
+    that was not itself selected."""
+    mime = (s.mime or "").split(";")[0].strip().lower()
+    return s.status is not None and 200 <= s.status < 300 and not s.redirect_to and mime in PAGE_MIMES
 
 
 def _page(settings: Settings, session: Session, s: Snapshot) -> Page | None:

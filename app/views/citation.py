@@ -1,34 +1,66 @@
 """``/c/{id}``: the citation page, its quote view (``?q=&prefix=&suffix=&pos=``) and the JSON twin
-``/c/{id}.json`` (same query parameters). Non-canonical ids redirect to the canonical URL."""
+``/c/{id}.json`` (same query parameters). Non-canonical ids redirect to the canonical URL. A withdrawn
+capture answers 410 with its tombstone, a restricted one 403; ``POST /c/{id}/access`` (signed in,
+CSRF) withdraws, restricts or reinstates it."""
 
 from __future__ import annotations
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, RedirectResponse
+from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
 from app.main import get_session
-from app.services import citations
+from app.models import User
+from app.services import auth, citations, withdrawal
 
 router = APIRouter()
 
 
-@router.api_route("/c/{typed}", methods=["GET", "HEAD"], include_in_schema=False)
-def citation_page(typed: str, request: Request, q: str | None = None, prefix: str | None = None,
-                  suffix: str | None = None, pos: str | None = None, session: Session = Depends(get_session)):
-    as_json = typed.endswith(".json")
-    raw = typed[:-5] if as_json else typed
+def _canonical(raw: str) -> str:
     cid = citations.get_canonical(raw)
     if cid is None:
         raise NotFound(f"{raw!r} is not a citation id: expected 8 letters and digits like ABCD-EFGH "
                        "(no 0, 1, I or O; case, spaces and dashes do not matter)")
+    return cid
+
+
+def _templates(request: Request):
+    env = request.app.state.templates.env
+    if "local" not in env.filters:
+        from app.views.rendering import make_local
+
+        env.filters["local"] = make_local(request.app.state.settings.base_url)
+    return request.app.state.templates
+
+
+def tombstone_response(request: Request, session: Session, snap, *, as_json: bool, user: User | None = None):
+    data = citations.tombstone(session, request.app.state.settings, snap)
+    if as_json:
+        return JSONResponse(data, status_code=data["status"])
+    csrf = auth.csrf_token(request) if user is not None else None
+    return _templates(request).TemplateResponse(
+        request, "tombstone.html", {"c": data, "user": user, "csrf": csrf,
+                                    "json_href": f"/c/{snap.citation_id}.json"}, status_code=data["status"])
+
+
+@router.api_route("/c/{typed}", methods=["GET", "HEAD"], include_in_schema=False)
+def citation_page(typed: str, request: Request, q: str | None = None, prefix: str | None = None,
+                  suffix: str | None = None, pos: str | None = None, session: Session = Depends(get_session),
+                  user: User | None = Depends(auth.current_user)):
+    as_json = typed.endswith(".json")
+    raw = typed[:-5] if as_json else typed
+    cid = _canonical(raw)
     if cid != raw:
         target = f"/c/{cid}{'.json' if as_json else ''}"
         if request.url.query:
             target += "?" + request.url.query
         return RedirectResponse(target, status_code=301)
     settings = request.app.state.settings
+    snap = citations.lookup(session, cid)
+    if not withdrawal.visible(snap):
+        return tombstone_response(request, session, snap, as_json=as_json, user=user)
     if q is not None:
         data = citations.quote_view(session, settings, cid, q, prefix, suffix, pos)
         template = "citation_quote.html"
@@ -37,10 +69,20 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
         template = "citation.html"
     if as_json:
         return JSONResponse(data)
-    env = request.app.state.templates.env
-    if "local" not in env.filters:
-        from app.views.rendering import make_local
-
-        env.filters["local"] = make_local(settings.base_url)
     json_href = f"/c/{cid}.json" + (f"?{request.url.query}" if request.url.query else "")
-    return request.app.state.templates.TemplateResponse(request, template, {"c": data, "json_href": json_href})
+    csrf = auth.csrf_token(request) if user is not None else None
+    return _templates(request).TemplateResponse(request, template, {"c": data, "json_href": json_href,
+                                                                    "user": user, "csrf": csrf})
+
+
+@router.post("/c/{typed}/access", include_in_schema=False)
+async def change_access(typed: str, request: Request, user: User = Depends(auth.require_user)):
+    """Withdraw, restrict or reinstate from the citation page (a signed-in reviewer; CSRF checked)."""
+    form = await request.form()
+    auth.check_write(request, form.get("csrf_token"))
+    cid = _canonical(typed)
+    action = str(form.get("action") or "")
+    reason = str(form.get("reason") or "")
+    db = request.app.state.db
+    await run_in_threadpool(withdrawal.change_access, db, cid, action, reason, actor=user.username, user_id=user.id)
+    return RedirectResponse(f"/c/{cid}", status_code=303)

@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 
 from fastapi import APIRouter, Depends, Request
-from fastapi.responses import RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from app.errors import BadRequest, NotFound
 from app.main import get_session
-from app.services import replay
+from app.services import citations, replay, withdrawal
 from app.services.citations import public_base
 from archive import memento
 
@@ -39,6 +39,8 @@ def _redirect(location: str, headers: dict | None = None) -> RedirectResponse:
 
 @router.api_route("/web/{spec}/{url:path}", methods=["GET", "HEAD"], include_in_schema=False)
 def web(spec: str, url: str, request: Request, session: Session = Depends(get_session)):
+    if spec in ("*", "*.json"):
+        return _capture_list(request, session, url, as_json=spec == "*.json")
     m = _SPEC.match(spec)
     if not m:
         raise BadRequest(f"{spec!r} is not a replay timestamp: use 1 to 17 digits (yyyyMMddhhmmssfff), "
@@ -52,6 +54,13 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     if res.snapshot is None:
         return _redirect(f"{raw_base if modifier else base}/web/{res.redirect_ts}{modifier}/{target}")
     snap = res.snapshot
+    if not withdrawal.visible(snap):  # withdrawn: 410 with its tombstone; restricted: 403
+        data = citations.tombstone(session, settings, snap)
+        if modifier == "id_":
+            return JSONResponse(data, status_code=data["status"])
+        return request.app.state.templates.TemplateResponse(
+            request, "tombstone.html", {"c": data, "user": None, "json_href": f"/c/{snap.citation_id}.json"},
+            status_code=data["status"], headers={"Content-Security-Policy": wrapper_csp(settings)})
     mheaders = replay.memento_headers(settings, snap, modifier)
     if modifier == "id_":
         stored = replay.fetch(settings, session, snap, decode=False)
@@ -80,6 +89,15 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     resp.headers.update(mheaders)
     resp.headers["Content-Security-Policy"] = wrapper_csp(settings)
     return resp
+
+
+def _capture_list(request: Request, session: Session, url: str, *, as_json: bool):
+    target = _target(request, url)
+    data = replay.capture_list(session, request.app.state.settings, target)
+    if as_json:
+        return JSONResponse(data)
+    return request.app.state.templates.TemplateResponse(
+        request, "captures.html", {"c": data, "json_href": f"/web/*.json/{target}"})
 
 
 @router.api_route("/timegate/{url:path}", methods=["GET", "HEAD"], include_in_schema=False)

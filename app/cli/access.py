@@ -1,0 +1,81 @@
+"""``caveat withdraw``, ``caveat restrict`` and ``caveat reinstate``: take a capture out of view (410 or
+403, with a tombstone) or put it back, recorded with who and why (app/services/withdrawal.py)."""
+
+from __future__ import annotations
+
+import getpass
+
+import click
+
+from app.cli import main
+from app.services.withdrawal import change_access
+
+
+def _actor(by: str | None) -> str:
+    if by:
+        return by
+    try:
+        return f"cli:{getpass.getuser()}"
+    except Exception:  # no user name in this environment
+        return "cli"
+
+
+def _run(obj, action: str, citation_id: str, reason: str, by: str | None) -> None:
+    event = change_access(obj.database(), citation_id, action, reason, actor=_actor(by))
+    base = obj.settings.base_url.rstrip("/")
+    click.echo(f"{event['citation_id']}: {event['state']} ({event['action']} by {event['actor']}: {event['reason']})")
+    click.echo(f"  {base}/c/{event['citation_id']} now answers "
+               + {"withdrawn": "410 Gone with its tombstone", "restricted": "403 (kept, not shown)",
+                  "public": "200 again"}[event["state"]])
+
+
+_REASON = click.option("--reason", required=True, help="Why (kept in the audit log and in the WARC).")
+_BY = click.option("--by", default=None, help="Who is doing this (default: cli:<your user name>).")
+
+
+@main.command()
+@click.argument("citation_id")
+@_REASON
+@_BY
+@click.pass_obj
+def withdraw(obj, citation_id: str, reason: str, by: str | None) -> None:
+    """Withdraw a capture: its citation answers 410 Gone, its metadata and the reason still shown.
+
+    The bytes stay in the WARC (caveat verify still checks them); it leaves TimeMaps, TimeGates, capture
+    lists, WACZ exports and quotable evidence. Undo with caveat reinstate.
+
+    \b
+    Example:
+      caveat withdraw ABCD-EFGH --reason "takedown request from the page's author, 2026-12-01"
+    """
+    _run(obj, "withdraw", citation_id, reason, by)
+
+
+@main.command()
+@click.argument("citation_id")
+@_REASON
+@_BY
+@click.pass_obj
+def restrict(obj, citation_id: str, reason: str, by: str | None) -> None:
+    """Restrict a capture: kept but not shown, its citation answers 403. Undo with caveat reinstate.
+
+    \b
+    Example:
+      caveat restrict ABCD-EFGH --reason "personal data on the page"
+    """
+    _run(obj, "restrict", citation_id, reason, by)
+
+
+@main.command()
+@click.argument("citation_id")
+@_REASON
+@_BY
+@click.pass_obj
+def reinstate(obj, citation_id: str, reason: str, by: str | None) -> None:
+    """Make a withdrawn or restricted capture public again.
+
+    \b
+    Example:
+      caveat reinstate ABCD-EFGH --reason "captured correctly after all"
+    """
+    _run(obj, "reinstate", citation_id, reason, by)
