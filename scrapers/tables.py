@@ -243,6 +243,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     tps = _quantile_pick(H, tps)
     cols = [classify(h) for h in H]
     field_cols = {j for j, c in enumerate(cols) if c.field and j not in tps}
+    extra_cols = [j for j, c in enumerate(cols) if c.role == "extra" and j not in tps and j > 0 and H[j].strip()]
     has = {cols[j].field for j in field_cols}
     size_col = next((j for j, h in enumerate(H) if re.fullmatch(r"(?i)size|params|parameters|model\s*size", h.strip())
                      and j not in tps), None)
@@ -294,6 +295,9 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                 for k in sorted(field_cols):
                     if k < len(row) and not row[k].empty:
                         b.set_text(cols[k].field, row[k].value, H[k])
+                for k in extra_cols:      # the row's other columns (draft-min, grpsz, act, n_ubatch), verbatim
+                    if k < len(row) and not row[k].empty and len(row[k].value) <= 40:
+                        b.entry.extra.setdefault(H[k].strip(), row[k].value)
                 if size_col is not None and size_col < len(row) and "model" in b.entry.fields:
                     sz = row[size_col].value
                     if _SIZE.match(sz) and sz.replace(" ", "").lower() not in b.entry.fields["model"].replace(" ", "").lower():
@@ -435,7 +439,11 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                     pm = re.search(r"\((\d[\d,]*)\)\s*$", head) or re.fullmatch(r"(\d+(?:\.\d+)?\s*[kK]?)", head.strip())
                     if pm:
                         b.set_text("prompt_tokens", pm.group(1), H[0])
-                if head and not re.fullmatch(r"(?i)value|result|values?|\s*", head):
+                if head and prompt_axis:     # the column is a workload (its prompt), the group the configuration
+                    b.entry.extra.setdefault("workload", head)
+                    if group:
+                        b.put("label", group, group)
+                elif head and not re.fullmatch(r"(?i)value|result|values?|\s*", head):
                     _header_meaning(b, head, set())
                     b.put("label", f"{group} | {head}" if group else head, None if group else head)
                 elif group:

@@ -40,7 +40,7 @@ def test_seed_recipe_audit_end_to_end(backend_db):
         assert {"full_acceptance", "repeat_loop", "headline_above_steady_state", "ladder_top_rung"} <= {
             f["rule"] for f in q["flags"]}
         bottom = entry_by_draft(s, 8)
-        assert bottom.working_tps == 300.7  # never above its own headline
+        assert bottom.working_tps == 373.0  # its recipe's working number, whichever rung it is
         listing = flags_for_entries(s, [top.id, bottom.id])
         assert listing[top.id][0]["severity"] == "critical"
         assert set(listing[top.id][0]) >= {"rule", "severity", "explanation", "citation"}

@@ -79,7 +79,8 @@ def crawl_corpus(tmp: Path, labels: list[Path]) -> dict[str, list[dict]]:
                 if fields.get("headline_tps") is None:
                     continue
                 out[names[name]].append({**fields, "_flags": flags.get(entry.id, set()),
-                                         "_working": entry.working_tps, "_basis": entry.basis})
+                                         "_working": entry.working_tps, "_basis": entry.basis,
+                                         "_recipe": entry.recipe_id})
         return out
     finally:
         srv.stop()

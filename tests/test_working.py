@@ -24,10 +24,16 @@ def test_seed_recipe_quotes_373_on_steady_state():
     assert w.steady_state == {"low": 373.0, "high": 391.0, "entry_id": 6}
 
 
-def test_entry_below_steady_state_is_capped_at_its_own_headline():
+def test_entry_gets_its_recipes_working_number():
     cands = seed_recipe()
-    w = decide(cands, entry=cands[0])
-    assert (w.tps, w.basis) == (300.7, "steady_state") and "capped at the headline" in w.reason
+    w = decide(cands, entry=cands[0])      # the draft-8 rung, below the stated steady state
+    assert (w.tps, w.basis) == (373.0, "steady_state") and "stated for the recipe" in w.reason
+    clean = [Candidate(1, 198.8), Candidate(2, 133.2), Candidate(3, 150.0, standing=[CRIT])]
+    for c in clean:      # every entry of a recipe quotes its lowest clean figure, flagged ones too
+        assert decide(clean, entry=c).tps == 133.2
+    pre = Candidate(4, 1100.0, phase="prefill")
+    assert decide(clean + [pre], entry=pre).basis == "none"
+    assert decide(clean + [pre], entry=clean[0]).tps == 133.2
 
 
 def test_measured_wins_and_lowest_measurement_is_used():
@@ -76,10 +82,10 @@ def test_quotable_never_above_headline_or_any_steady_state(cands, measured, data
     assert w.basis in ("measured", "steady_state", "headline", "none")
     if w.tps is None:
         return
-    scope = [entry] if entry is not None else cands
-    heads = [c.headline_tps for c in scope if c.headline_tps and c.headline_tps == c.headline_tps and c.headline_tps > 0]
-    for h in heads if entry is not None else [max(heads)] if heads else []:
-        assert w.tps <= h
+    # an entry's working number is its recipe's: bounded by the recipe's highest headline
+    heads = [c.headline_tps for c in cands if c.headline_tps and c.headline_tps == c.headline_tps and c.headline_tps > 0]
+    if heads:
+        assert w.tps <= max(heads)
     for c in cands:
         for s in (c.steady_low, c.steady_high):
             if s is not None and s == s and s > 0:

@@ -172,11 +172,38 @@ def _scenario_label(label: str) -> bool:
     return 0 < len(text) <= 48 and len(text.split()) <= 6 and not re.search(r"[.!?]\s|[.!?]$|\n", label.strip())
 
 
+_PARAM = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")      # draft-min, n_ubatch, flash_attn, grpsz
+_NOT_PARAM = re.compile(r"^(?:rank|pos|position|no|id|index|row|n|#)$|time|date|ms$|_ms|mem|vram|size|ttft|tpot|itl|latency|speed|ratio|rate|score|acc|"
+                        r"sample|std|avg|mean|median|p\d\d|tps|tok|throughput|model|gpu|cpu|build|commit", re.I)
+
+
+def _column_name(fields: dict) -> bool:
+    """The row's label is the figure's own column header ("python", "TS", "Decode tokens/s"): the
+    workload or metric the column measures, not a configuration of the row."""
+    label, head = norm_text(fields.get("label")), norm_text(fields.get("headline_label"))
+    return bool(label) and label == head
+
+
+def _recipe_label(fields: dict) -> str | None:
+    """A scenario label keeps its numbers ("6 experts V0.2.0" is not "8 experts V0.2.1"), except on a
+    speculative row, where the numbers may be the draft width that the ladder varies ("draft 8",
+    "draft 12" stay one ladder); a figure written into the label never counts."""
+    if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
+        return norm_label(fields.get("label"))
+    text = norm_text(fields.get("label"))
+    h = fields.get("headline_tps")
+    if text and isinstance(h, (int, float)):
+        text = text.replace(f"{h:g}", "#")
+    return text
+
+
 def recipe_key(fields: dict) -> dict | None:
     """The normalised configuration of a row, or None when it names neither model nor hardware."""
     key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS + SCOPE_FIELDS}
-    if key.get("label") and not _scenario_label(str(fields.get("label"))):
-        key["label"] = None  # a sentence of prose, not a row's configuration name
+    if key.get("label") and (not _scenario_label(str(fields.get("label"))) or _column_name(fields)):
+        key["label"] = None  # a sentence of prose, or the column's workload: not a row's configuration
+    elif key.get("label"):
+        key["label"] = _recipe_label(fields)
     if key["model"] is None and key["hardware"] is None:
         return None
     if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
@@ -185,6 +212,10 @@ def recipe_key(fields: dict) -> dict | None:
     for name in ("ngl", "n_gpu_layers", "parallel", "np"):
         if name in extra:
             key[f"x_{name}"] = norm_number(extra[name])
+    for name, value in extra.items():     # the row's own parameter columns (draft-min, draft-p-min, n_ubatch)
+        n = str(name).strip().lower()
+        if n not in ("workload", "peak") and _PARAM.match(n) and not _NOT_PARAM.search(n) and f"x_{n}" not in key and isinstance(value, (str, int, float)):
+            key[f"x_{n}"] = norm_number(value)
     return {k: v for k, v in key.items() if v is not None}
 
 

@@ -5,12 +5,14 @@ Policy, in order (section 9 of the seed's intake rule):
 1. ``measured``: a recorded measurement on non-repeating prompts with checked output (the lowest such
    measurement of the recipe);
 2. ``steady_state``: the lowest steady-state figure stated across the recipe's entries;
-3. ``headline``: the entry's own figure, only when no critical or high flag is left standing after
-   reviewer dismissals; the mean where the page gives a mean and spread (or per-run samples);
+3. ``headline``: the recipe's lowest figure with no critical or high flag left standing after reviewer
+   dismissals; the mean where the page gives a mean and spread (or per-run samples);
 4. ``none``, with the reason in words.
 
-Whatever the basis, the number is never above the headline it qualifies nor above any stated steady
-state: a measurement above either is capped, and the reason says so.
+An entry's working number is its recipe's (ruleset 2026.12.3): what may be quoted for the configuration
+the entry ran, whichever rung or run the entry itself is. Prefill and end-to-end figures get none.
+Whatever the basis, the number is never above the recipe's highest headline nor above any stated
+steady state: a measurement above either is capped, and the reason says so.
 """
 
 from __future__ import annotations
@@ -111,7 +113,16 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
         steady = lowest_steady(cands)
     else:
         steady = recipe_steady
-    scope = [entry] if entry is not None else list(candidates)
+    if entry is not None and entry.phase in NOT_DECODE:
+        scope = [entry]
+    elif entry is not None:
+        # an entry's working number is its recipe's: what a reader may quote for the configuration the
+        # entry ran (its own figure may be a flagged rung or a short run of that configuration)
+        scope = [c for c in candidates if c.phase not in NOT_DECODE]
+        if all(c is not entry for c in scope):
+            scope.append(entry)
+    else:
+        scope = list(candidates)
     heads = [float(c.headline_tps) for c in scope if _ok(c.headline_tps)]
     headline = max(heads) if heads else None
     phases = {c.phase for c in scope} - {None, "decode"}
@@ -143,8 +154,8 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
     if clean:
         values = [(headline_value(c), c) for c in clean]
         (tps, how), c = min(values, key=lambda v: v[0][0])
-        if entry is None and len(scope) > 1:
-            how += f" of entry {c.entry_id}, the lowest entry with no critical or high flag standing"
+        if len(scope) > 1:
+            how += f" of entry {c.entry_id}, the lowest entry of the recipe with no critical or high flag standing"
         tps, reason = cap(tps, f"{how}: no measurement or stated steady state, and no critical or high flag "
                                "left standing")
         return _result(tps, "headline", reason, headline, steady)
