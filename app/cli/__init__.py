@@ -34,11 +34,12 @@ def json_mode(on: bool) -> bool:
     return on
 
 
-def emit(body: dict) -> None:
-    """Print a --json answer: the API's shape (``ok`` first), indented, timestamps in UTC."""
+def emit(body: dict, ok: bool = True) -> None:
+    """Print a --json answer: the API's shape (``ok`` first: false when the command exits non-zero),
+    indented, timestamps in UTC."""
     from app.api.convention import utc_fields
 
-    click.echo(json.dumps(utc_fields({"ok": True, **body}), indent=2, default=str))
+    click.echo(json.dumps(utc_fields({"ok": ok, **body}), indent=2, default=str))
 
 
 @click.group(cls=CaveatGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,4 +1,5 @@
-"""`caveat user add|password` and `caveat token create|revoke`: reviewer accounts and API tokens."""
+"""`caveat user add|list|remove|password|sessions` and `caveat token create|list|revoke`: reviewer
+accounts and API tokens."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import sys
 
 import click
 
-from app.cli import main
+from app.cli import emit, json_mode, main
 from app.cli.context import CliContext
 from app.services import auth
 
@@ -43,6 +44,56 @@ def user_add(obj: CliContext, username: str, password_stdin: bool) -> None:
     with obj.session() as s:
         u = auth.create_user(s, username, password)
         click.echo(f"created user {u.username} (id {u.id})")
+
+
+@user.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, users}.")
+@click.pass_obj
+def user_list(obj: CliContext, as_json: bool) -> None:
+    """List reviewer accounts: name, state, live tokens, decisions. Exit code 1 when there are none.
+
+    \b
+    Example:
+      caveat user list
+    """
+    from app.errors import NotFound
+
+    json_mode(as_json)
+    with obj.session() as s:
+        rows = auth.list_users(s)
+    if as_json:
+        emit({"count": len(rows), "users": rows}, ok=bool(rows))
+        if not rows:
+            sys.exit(1)
+        return
+    if not rows:
+        raise NotFound("No reviewer accounts yet; create one with `caveat user add NAME`.")
+    for u in rows:
+        state = "active" if u["active"] else "deactivated"
+        click.echo(f"{u['username']:20s} {state:12s} {u['live_tokens']} live token(s)  {u['decisions']} decision(s)  "
+                   f"created {u['created_at']:%Y-%m-%d}")
+
+
+@user.command("remove")
+@click.argument("username")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, removed}.")
+@click.pass_obj
+def user_remove(obj: CliContext, username: str, as_json: bool) -> None:
+    """Remove an account: its sessions and tokens stop working now. An account named in the audit log
+    (decisions, measurements) is deactivated rather than deleted, so the log keeps saying who decided.
+
+    \b
+    Example:
+      caveat user remove alice
+    """
+    json_mode(as_json)
+    with obj.session() as s:
+        done = auth.remove_user(s, username)
+    if as_json:
+        emit({"removed": done})
+        return
+    click.echo(f"{done['removed']} user {username} ({done['reason']}); {done['tokens_revoked']} token(s) revoked, "
+               "sessions ended")
 
 
 @user.command("password")
@@ -128,8 +179,9 @@ def token_create(obj: CliContext, username: str, name: str, scopes: str, days: i
 
 @token.command("list")
 @click.argument("username", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, tokens} (never the tokens themselves).")
 @click.pass_obj
-def token_list(obj: CliContext, username: str | None) -> None:
+def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
     """List API tokens (all users, or USERNAME's): name, scopes, created, expires, last used, state.
     Tokens themselves are never shown again.
 
@@ -140,8 +192,22 @@ def token_list(obj: CliContext, username: str | None) -> None:
     def when(d) -> str:
         return d.isoformat(timespec="minutes") if d else "-"
 
+    from app.errors import NotFound
+
+    json_mode(as_json)
     with obj.session() as s:
         rows = auth.list_tokens(s, username)
+        if as_json:
+            emit({"count": len(rows), "tokens": [
+                {"id": t.id, "user": u, "name": t.name, "scopes": t.scopes.split(","), "created_at": t.created_at,
+                 "expires_at": t.expires_at, "last_used_at": t.last_used_at, "state": auth.token_state(t)}
+                for t, u in rows]}, ok=bool(rows))
+            if not rows:
+                sys.exit(1)
+            return
+        if not rows:
+            raise NotFound("No API tokens" + (f" for {username}" if username else "") +
+                           "; create one with `caveat token create USER --name NAME`.")
         for t, user in rows:
             click.echo(f"{user:16s} {t.name:20s} {t.scopes:24s} created {when(t.created_at)}  expires "
                        f"{when(t.expires_at)}  used {when(t.last_used_at)}  {auth.token_state(t)}")

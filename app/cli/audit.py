@@ -204,7 +204,7 @@ def measurement_list(obj: CliContext, recipe_id: str | None, as_json: bool) -> N
         rows, total = measurements.list_measurements(s, obj.settings, recipe_id=recipe_id,
                                                      limit=measurements.MAX_LIST)
     if as_json:
-        emit({"count": len(rows), "total": total, "measurements": rows})
+        emit({"count": len(rows), "total": total, "measurements": rows}, ok=bool(rows))
         if not rows:
             raise SystemExit(1)
         return

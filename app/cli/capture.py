@@ -7,7 +7,7 @@ import time
 
 import click
 
-from app.cli import main
+from app.cli import emit, json_mode, main
 from app.cli.context import CliContext
 
 
@@ -25,6 +25,12 @@ def _result_line(r) -> str:
     return f"{r.status}  {r.size:,} B  {r.citation_id}  {r.url}{redirected}{kind}"
 
 
+def _result_json(r) -> dict:
+    return {"url": r.url, "final_url": r.final_url, "status": r.status, "size": r.size,
+            "snapshot": r.citation_id if not r.error else None,
+            "revisit": r.snapshot is not None and r.snapshot.record_type == "revisit", "error": r.error}
+
+
 def read_url_list(stream) -> list[str]:
     """URLs one per line; blank lines and lines starting with ``#`` are skipped."""
     return [line.strip() for line in stream if line.strip() and not line.lstrip().startswith("#")]
@@ -35,8 +41,9 @@ def read_url_list(stream) -> list[str]:
 @click.option("-i", "--from-file", "url_file", type=click.File("r", encoding="utf-8"), default=None,
               help="Also capture the URLs in this file, one per line ('#' starts a comment; '-' reads stdin).")
 @click.option("--source-id", type=int, default=None, help="Link the snapshots to this source id.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, captures: [...]} (exit 1 if any URL failed).")
 @click.pass_obj
-def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | None) -> None:
+def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | None, as_json: bool) -> None:
     """Archive each URL as WARC (request, response, every redirect hop) and index it.
 
     Prints one line per URL as it is stored: HTTP status, body size, citation id and URL. An
@@ -49,6 +56,7 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
       caveat capture https://example.org/leaderboard https://example.org/notes
       caveat capture --from-file boards.txt
     """
+    json_mode(as_json)
     urls = list(urls) + (read_url_list(url_file) if url_file is not None else [])
     if not urls:
         raise click.UsageError("give at least one URL, or --from-file with URLs in it")
@@ -60,13 +68,19 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
     def progress(result) -> None:
         nonlocal failed
         failed += 1 if result.error else 0
-        click.echo(_result_line(result), err=bool(result.error))
+        if not as_json:
+            click.echo(_result_line(result), err=bool(result.error))
 
     def notice(message: str) -> None:
         click.echo(f"notice: {message}", err=True)
 
     started = time.monotonic()
     results = capture_urls(db, urls, source_id=source_id, progress=progress, notice=notice)
+    if as_json:
+        emit({"count": len(results), "captures": [_result_json(r) for r in results]}, ok=not failed)
+        if failed:
+            sys.exit(1)
+        return
     if len(urls) > 1:
         stored = [r for r in results if r.error is None]
         revisits = sum(1 for r in stored if r.snapshot is not None and r.snapshot.record_type == "revisit")
@@ -81,8 +95,13 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
 @click.option("--quiet", "-q", is_flag=True, help="Print only the summary line.")
 @click.option("--repair", is_flag=True, help="Index the whole WARC records the index lacks (`caveat reindex`), "
               "then check again.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, passed, checked, problems, ...} (exit 1 unless passed).")
+@click.option("--log", "check_log", is_flag=True, help="Check the tamper-evident log instead: every logged record's "
+              "bytes, the signed tree head, and consistency with each --tree-head.")
+@click.option("--tree-head", "tree_heads", multiple=True, type=click.Path(exists=True, dir_okay=False),
+              help="With --log: a tree head saved earlier (a copy of /log/sth.json); today's log must extend it.")
 @click.pass_obj
-def verify(obj: CliContext, quiet: bool, repair: bool) -> None:
+def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log: bool = False, tree_heads: tuple = ()) -> None:
     """Check the database (SQLite's integrity check), re-read every indexed WARC record and recompute
     its digests, and look for whole WARC records the index lacks.
 
@@ -94,8 +113,16 @@ def verify(obj: CliContext, quiet: bool, repair: bool) -> None:
     Example:
       caveat verify
       caveat verify --repair
+      caveat verify --log --tree-head sth-2026-12-01.json
     """
+    if check_log:
+        from app.cli.access import verify_log_command
+
+        return verify_log_command(obj, list(tree_heads), quiet)
     from app.services.verify import verify_all
+
+    json_mode(as_json)
+    quiet = quiet or as_json
 
     def progress(problem) -> None:
         if not quiet:
@@ -110,6 +137,13 @@ def verify(obj: CliContext, quiet: bool, repair: bool) -> None:
         _run_reindex(obj.database(), reparse=True)
         with obj.session() as s:
             report = verify_all(s, obj.settings, progress=progress)
+    if as_json:
+        emit({"passed": report.passed, "checked": report.checked, "unindexed": report.unindexed,
+              "database": list(report.database), "missing_files": sorted(report.missing_files),
+              "counts": report.counts(), "problems": [p.line() for p in report.problems]}, ok=report.passed)
+        if not report.passed:
+            sys.exit(1)
+        return
     for line in report.database[:20]:
         click.echo(f"database  {line}")
     if report.passed:

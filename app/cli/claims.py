@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from app.cli import main
+from app.cli import emit, json_mode, main
 from app.cli.context import CliContext
 from app.services import crawl as crawl_service
 from app.services.sources import KINDS, add_source, list_sources, remove_source
@@ -45,19 +45,28 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None) -> None:
 
 
 @source.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, sources} as GET /api/sources does.")
 @click.pass_obj
-def source_list(obj: CliContext) -> None:
-    """List the sources with their kind and last crawl.
+def source_list(obj: CliContext, as_json: bool) -> None:
+    """List the sources with their kind and last crawl. Exit code 1 when there are none.
 
     \b
     Example:
       caveat source list
     """
+    from app.errors import NotFound
+    from app.services.sources import source_json
+
+    json_mode(as_json)
     with obj.session() as s:
         rows = list_sources(s)
-        if not rows:
-            click.echo("no sources yet: `caveat source add NAME URL` adds one")
+        if as_json:
+            emit({"count": len(rows), "sources": [source_json(s, src) for src in rows]}, ok=bool(rows))
+            if not rows:
+                sys.exit(1)
             return
+        if not rows:
+            raise NotFound("No sources yet: `caveat source add NAME URL` adds one.")
         for src in rows:
             kind = (src.kind or "?") + (" (guessed)" if src.kind_guessed else "")
             last = src.last_crawl_at.strftime("%Y-%m-%d %H:%M") if src.last_crawl_at else "never crawled"
@@ -129,24 +138,82 @@ def _summary(reports, verb: str) -> None:
         click.echo(f"{len(failed)} of {len(reports)} sources failed: {', '.join(failed)}")
 
 
+def report_json(r) -> dict:
+    s = r.summary
+    return {"source": r.name, "status": r.status, "failed": bool(r.failed), "snapshot": r.snapshot,
+            "new": s.new, "changed": s.changed, "unchanged": s.unchanged, "gone": s.gone,
+            "warnings": list(s.warnings), "error": r.error, "kind_note": r.kind_note}
+
+
+def _on_this_machine(url: str) -> bool:
+    """The URL names this machine or a private network by its address (no DNS lookup)."""
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").strip("[]").lower()
+    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
+        return True
+    try:
+        ip = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
+
+
+def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
+    """Sources the crawler would refuse (addresses on this machine, private addresses off): skipped with
+    a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
+    if obj.settings.allow_private_addresses:
+        return list(sources), []
+    from app.services.demo import demo_sources
+
+    demo_names = {d["name"] for d in demo_sources()}
+    keep, skipped = [], []
+    for src in sources:
+        if not _on_this_machine(src.url):
+            keep.append(src)
+        elif src.name in demo_names:
+            skipped.append(f"{src.name}: skipped, {src.url} is the demo's sample server, which runs only while "
+                           "`caveat demo` does; run `caveat demo` again to re-crawl the samples")
+        else:
+            skipped.append(f"{src.name}: skipped, {src.url} is an address on this machine or a private network, "
+                           "which the crawler refuses; set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to crawl it")
+    return keep, skipped
+
+
 @main.command("crawl")
 @click.argument("names", nargs=-1)
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, reports, skipped} (one report per source).")
 @click.pass_obj
-def crawl_cmd(obj: CliContext, names: tuple[str, ...]) -> None:
+def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
     """Capture each source (all of them when no NAME is given), parse and store its claims, audit them.
 
-    One failing source never stops the others; the exit code is 1 if any failed or parsed nothing.
+    One failing source never stops the others; the exit code is 1 if any failed, parsed nothing or
+    was skipped (an address on this machine while private addresses are refused).
 
     \b
     Example:
       caveat crawl localmaxxing glm-card
     """
+    from app.errors import NotFound
+
+    json_mode(as_json)
     db = obj.database()
     sources = crawl_service.select_sources(db, list(names))
+    if not sources:
+        raise NotFound("No sources to crawl: `caveat source add NAME URL` adds one.")
+    sources, skipped = _unreachable(obj, sources)
     display = _Display(len(sources), "crawl")
     reports = [crawl_service.crawl_one(db, obj.settings, src, display) for src in sources]
-    _summary(reports, "crawl")
-    if any(r.failed for r in reports):
+    if as_json:
+        emit({"count": len(reports), "reports": [report_json(r) for r in reports], "skipped": skipped},
+             ok=not (any(r.failed for r in reports) or skipped))
+    else:
+        if reports:
+            _summary(reports, "crawl")
+        for line in skipped:
+            click.echo(line, err=True)
+    if any(r.failed for r in reports) or skipped:
         sys.exit(1)
 
 

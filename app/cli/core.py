@@ -44,6 +44,10 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
     else:
         click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
     click.echo(f"data folder {s.data_dir.resolve()}")
+    from app.services.tlog import ensure_signing_key
+
+    if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
+        click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
     from app.services.reindex import unindexed_files
 
     behind = unindexed_files(db)
@@ -115,17 +119,48 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 
     obj.database()  # refuse an unmigrated database before binding
     host = host or obj.settings.host
-    port = port or obj.settings.port
+    port = obj.settings.port if port is None else port
+    sock = bind_or_explain(host, port)  # a taken port is one clear line, before any URL is printed
+    port = sock.getsockname()[1]
     settings = serving_settings(obj.settings, host, port)
     click.echo(f"serving on http://{host}:{port}/")
     if workers > 1:
+        sock.close()  # uvicorn's workers bind it again themselves
         os.environ["CAVEAT_BASE_URL"] = settings.base_url  # the workers build their settings from the environment
         uvicorn.run("app.main:app_from_env", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
     else:
         from app.main import create_app
 
-        uvicorn.run(create_app(settings), host=host, port=port, log_level="warning")
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+        server.run(sockets=[sock])
+
+
+def bind_or_explain(host: str, port: int):
+    """A listening socket on host:port (port 0: any free port), or a one-line error naming the port
+    that is taken and how to choose another."""
+    import errno
+    import socket
+
+    from app.errors import Conflict
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(2048)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise Conflict(f"port {port} on {host} is taken (another `caveat serve` or program is using it); "
+                           f"choose another with --port {port + 1} (or CAVEAT_PORT={port + 1}), or --port 0 "
+                           "for any free port") from None
+        if exc.errno in (errno.EACCES, errno.EPERM):
+            raise Conflict(f"port {port} on {host} needs privileges this user lacks; use a port above 1023, "
+                           "e.g. --port 8000") from None
+        raise Conflict(f"cannot listen on {host}:{port}: {exc.strerror}; check --host and --port") from None
+    return sock
 
 
 @main.group("db")

@@ -58,8 +58,12 @@ def demo(obj: CliContext, data_dir: Path | None, port: int | None, no_serve: boo
         updates["database_url"] = None  # the embedded SQLite in the demo folder
     settings = base.model_copy(update=updates)
     host = settings.host
-    sock = _bind(host, settings.port if port is None else port)
+    wanted = settings.port if port is None else port
+    sock = _bind(host, wanted)
     ui_url = f"http://{host}:{sock.getsockname()[1]}"
+    if wanted and sock.getsockname()[1] != wanted:
+        click.echo(f"port {wanted} is taken; the demo uses port {sock.getsockname()[1]} instead "
+                   "(choose one with --port)")
     settings = demo_settings(settings, ui_url)
     site = DemoSite().start()
     try:

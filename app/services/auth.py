@@ -34,7 +34,7 @@ from limits import parse
 from limits.storage import storage_from_string
 from limits.strategies import MovingWindowRateLimiter
 from itsdangerous import BadSignature, SignatureExpired, URLSafeTimedSerializer
-from sqlalchemy import select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -499,3 +499,40 @@ def require_writer(request: Request, user: User = Depends(require_user)) -> User
     require_json(request)
     check_write(request)
     return user
+
+
+def list_users(session: Session) -> list[dict]:
+    """Every account with its state and how many live tokens and decisions it has."""
+    from app.models import Decision
+
+    out = []
+    for u in session.scalars(select(User).order_by(User.username)):
+        tokens = [t for t in session.scalars(select(ApiToken).where(ApiToken.user_id == u.id)) if token_state(t) == "live"]
+        decided = session.scalar(select(func.count(Decision.id)).where(Decision.user_id == u.id)) or 0
+        out.append({"id": u.id, "username": u.username, "active": u.is_active, "created_at": u.created_at,
+                    "live_tokens": len(tokens), "decisions": decided})
+    return out
+
+
+def remove_user(session: Session, username: str) -> dict:
+    """Remove an account: its sessions and tokens stop working at once. A user with decisions or
+    measurements is kept, deactivated (the audit log names who decided); any other is deleted."""
+    from app.models import Decision, Measurement
+
+    user = _existing_user(session, username)
+    revoke_sessions(session, user)
+    now = utcnow()
+    revoked = 0
+    for t in session.scalars(select(ApiToken).where(ApiToken.user_id == user.id, ApiToken.revoked_at.is_(None))):
+        t.revoked_at, revoked = now, revoked + 1
+    referenced = (session.scalar(select(func.count(Decision.id)).where(Decision.user_id == user.id)) or 0) + (
+        session.scalar(select(func.count(Measurement.id)).where(Measurement.user_id == user.id)) or 0)
+    if referenced:
+        user.is_active = False
+        session.flush()
+        return {"username": user.username, "removed": "deactivated", "tokens_revoked": revoked,
+                "reason": "kept (deactivated) because the audit log names it"}
+    session.flush()
+    session.delete(user)
+    session.flush()
+    return {"username": username, "removed": "deleted", "tokens_revoked": revoked, "reason": "no decisions or measurements"}

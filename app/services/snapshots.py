@@ -139,7 +139,8 @@ def find_by_citation(session: Session, citation: str) -> Snapshot:
                        "(no 0, 1, I or O)")
     snap = session.scalars(select(Snapshot).where(Snapshot.citation_id == cid)).first()
     if snap is None:
-        raise NotFound(f"no snapshot has citation id {cid}; check the id or list snapshots with `caveat verify`")
+        raise NotFound(f"no snapshot has citation id {cid}; check the id (8 letters and digits, e.g. ABCD-EFGH), "
+                       "or find the captures of a page with GET /api/snapshots?url=...")
     return snap
 
 
