@@ -76,8 +76,10 @@ def _hash_file(path: Path) -> tuple[int, str]:
 
 def write_wacz(out: Path | str, *, warcs: list[Path], cdxj_lines: list[str], pages: list[Page],
                title: str, description: str | None = None, software: str = "Caveat",
-               main_page: Page | None = None) -> dict:
-    """Write the package atomically (temp file, then rename); returns the datapackage dict."""
+               main_page: Page | None = None, sign=None) -> dict:
+    """Write the package atomically (temp file, then rename); returns the datapackage dict. ``sign``:
+    a callable from the datapackage hash (``sha256:<hex>``) to the ``signedData`` of
+    ``datapackage-digest.json`` (WACZ Signing and Verification), or None for an unsigned package."""
     out = Path(out)
     tmp = out.with_name(out.name + ".tmp")
     resources = []
@@ -109,6 +111,8 @@ def write_wacz(out: Path | str, *, warcs: list[Path], cdxj_lines: list[str], pag
         z.writestr(zipfile.ZipInfo("datapackage.json", _now_tuple()), package_bytes,
                    compress_type=zipfile.ZIP_DEFLATED)
         digest = {"path": "datapackage.json", "hash": "sha256:" + hashlib.sha256(package_bytes).hexdigest()}
+        if sign is not None:
+            digest["signedData"] = sign(digest["hash"])
         z.writestr(zipfile.ZipInfo("datapackage-digest.json", _now_tuple()), json.dumps(digest, indent=2),
                    compress_type=zipfile.ZIP_DEFLATED)
     with open(tmp, "rb") as f:

@@ -239,6 +239,7 @@ class WarcWriter:
         self._fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_CLOEXEC", 0), 0o644)
         self._pos = os.lseek(self._fd, 0, os.SEEK_END)
         self._info_end = 0
+        self.appended: list[Written] = []  # records appended and not yet taken (the tamper-evident log's)
         self._dir_synced = self._pos > 0  # a new file's directory entry must be made durable too
         if self._pos == 0:
             fields = [("software", software), ("format", "WARC File Format 1.1"),
@@ -274,7 +275,14 @@ class WarcWriter:
         finally:
             rec.discard()
         self._pos = start + rec.member_length
-        return Written(rec.record_id, start, rec.member_length, rec.block_digest, rec.payload_digest)
+        done = Written(rec.record_id, start, rec.member_length, rec.block_digest, rec.payload_digest)
+        self.appended.append(done)
+        return done
+
+    def take_appended(self) -> list[Written]:
+        """The records appended since the last call (those a truncation cut off are not among them)."""
+        taken, self.appended = self.appended, []
+        return taken
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)
@@ -314,6 +322,7 @@ class WarcWriter:
     def truncate(self, offset: int) -> None:
         os.ftruncate(self._fd, offset)
         self._pos = offset
+        self.appended = [w for w in self.appended if w.offset + w.length <= offset]
 
     def close(self) -> None:
         if self._fd >= 0:

@@ -79,3 +79,28 @@ def reinstate(obj, citation_id: str, reason: str, by: str | None) -> None:
       caveat reinstate ABCD-EFGH --reason "captured correctly after all"
     """
     _run(obj, "reinstate", citation_id, reason, by)
+
+
+def verify_log_command(obj, tree_head_files: list[str], quiet: bool) -> None:
+    """``caveat verify --log``: the tamper-evident log against the WARC files and saved tree heads."""
+    import json
+    import sys
+
+    from app.services.tlog import verify_log
+
+    earlier = []
+    for path in tree_head_files:
+        try:
+            earlier.append(json.loads(open(path, encoding="utf-8").read()))
+        except ValueError as exc:
+            click.echo(f"error: {path} is not a tree head (JSON from /log/sth.json): {exc}", err=True)
+            sys.exit(1)
+    report = verify_log(obj.settings, earlier, progress=None if quiet else click.echo)
+    for note in report.notes:
+        click.echo(f"note: {note}")
+    if report.passed:
+        click.echo(f"ok: the log's {report.size} leaves match their records ({report.checked} re-read); "
+                   f"{report.tree_heads} signed tree head(s) checked, each a prefix of today's log")
+        return
+    click.echo(f"FAILED: {len(report.problems)} problem(s) in the tamper-evident log of {report.size} leaves")
+    sys.exit(1)

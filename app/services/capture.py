@@ -21,6 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.db import Database, chunked
 from app.models import Snapshot
+from app.services.tlog import append_written
 from app.services.warcfiles import WarcStore
 from archive.citeid import citation_id_for_record
 from archive.fetcher import Limits
@@ -205,6 +206,7 @@ def _store_batch(db: Database, store: WarcStore, urls: list[str], batch: list[tu
         for _, hops in batch:
             for hop in hops:
                 hop.discard()  # spooled payloads not appended (appended ones are gone already)
+    append_written(db.settings, writer.path.name, writer.take_appended())  # the tamper-evident log (issue 13)
     for i, snaps, hops in stored:
         last = hops[-1]
         results[i] = CaptureResult(url=urls[i], final_url=last.url, status=last.status, size=last.body_length,

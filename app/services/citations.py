@@ -226,6 +226,7 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
         "other_captures": others,
         "cite": cite_box(settings, snap),
         "raw_href": raw_href(settings, snap),
+        "log": _log(settings, snap),
     })
     return data
 
@@ -446,3 +447,15 @@ def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
         "record_type": snap.record_type, "warc_file": snap.warc_file, "offset": snap.offset,
         "citation_url": f"{base}{citation_path(snap.citation_id)}", "history": withdrawal.history(session, snap),
     }
+
+
+def _log(settings: Settings, snap: Snapshot) -> dict | None:
+    """The record's inclusion proof in the tamper-evident log (None when it is not logged)."""
+    from app.services import tlog
+
+    proof = tlog.inclusion(settings, snap.record_id)
+    if proof is not None:
+        base = public_base(settings)
+        proof["tree_head_url"] = f"{base}/log/sth/{proof['tree_size']}.json"
+        proof["latest_tree_head_url"] = f"{base}/log/sth.json"
+    return proof

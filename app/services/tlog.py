@@ -1,6 +1,327 @@
-"""The tamper-evident log of every record Caveat writes (filled in by the Merkle log, issue 13)."""
+"""The tamper-evident log: every WARC record Caveat writes is a leaf of an append-only Merkle tree
+(``archive/merkle.py``, RFC 9162 hashing) whose signed tree head is published at ``/log/sth.json``.
+
+Files, in ``<data_dir>/tlog/`` (kept apart from the database: ``caveat reindex`` never rebuilds them):
+
+- ``entries.jsonl``: one line per leaf, in order: ``{"index", "warc_file", "offset", "length",
+  "record_id", "sha256"}``; ``sha256`` is the digest of the record's gzip member, byte for byte;
+- ``leaves``: the leaf hashes, 32 bytes each (``SHA-256(0x00 || leaf data)``, the data being
+  ``caveat-tlog-v1 <warc_file> <offset> <length> <record_id> <sha256>``);
+- ``state.json``: the tree size and the roots of its perfect subtrees, so appending is O(log n);
+- ``sth/<size>.json`` and ``sth.json`` (the latest): signed tree heads.
+
+A tree head is ``{"log", "tree_size", "root_hash", "timestamp", "public_key", "signature"}``, the
+signature (ECDSA P-384, ``archive/signing.py``) over ``caveat-tlog-v1\\n<size>\\n<root hex>\\n<timestamp>``.
+Anyone who saved an earlier tree head can check with ``caveat verify --log --tree-head FILE`` that
+today's log extends it (a consistency proof) and that every record still has the bytes it was logged
+with: a rewritten record, a deleted one or a rewritten (forked) log is caught.
+
+Appends happen under the WARC store's lock, after the records are fsynced and their rows committed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from app.config import Settings
+from archive import merkle, signing
+
+LOG_ID = "caveat-tlog-v1"
+READ = 1 << 20
 
 
-def append_written(settings, warc_file, written) -> None:
-    """Append records just written and fsynced to the log (no log yet: nothing to do)."""
-    return None
+def log_dir(settings: Settings) -> Path:
+    return settings.data_dir / "tlog"
+
+
+def key_path(settings: Settings) -> Path:
+    return settings.data_dir / "signing_key.pem"
+
+
+def ensure_signing_key(settings: Settings) -> bool:
+    """Make the installation's signing key if it has none (``caveat init``); True when made now."""
+    return signing.ensure_key(key_path(settings))
+
+
+def leaf_data(entry: dict) -> bytes:
+    return (f"{LOG_ID} {entry['warc_file']} {entry['offset']} {entry['length']} {entry['record_id']} "
+            f"{entry['sha256']}").encode("utf-8")
+
+
+def member_sha256(path: Path, offset: int, length: int) -> str | None:
+    """Digest of the bytes at (offset, length) in ``path``; None when the file is missing or short."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            left = length
+            while left:
+                chunk = f.read(min(READ, left))
+                if not chunk:
+                    return None
+                h.update(chunk)
+                left -= len(chunk)
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    return h.hexdigest()
+
+
+def sth_message(size: int, root_hex: str, timestamp: str) -> str:
+    return f"{LOG_ID}\n{size}\n{root_hex}\n{timestamp}"
+
+
+# -- appending ---------------------------------------------------------------------------------------
+
+def _fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def _state(d: Path) -> merkle.Frontier:
+    """The frontier as saved; rebuilt from the leaves file when the saved one does not match it."""
+    leaves_path = d / "leaves"
+    size = leaves_path.stat().st_size // 32 if leaves_path.exists() else 0
+    try:
+        saved = json.loads((d / "state.json").read_text())
+        if saved.get("size") == size:
+            return merkle.Frontier(size, [bytes.fromhex(h) for h in saved["frontier"]])
+    except (FileNotFoundError, ValueError, KeyError):
+        pass
+    f = merkle.Frontier()
+    for leaf in read_leaves(d):
+        f.append(leaf)
+    return f
+
+
+def read_leaves(d: Path) -> list[bytes]:
+    try:
+        data = (d / "leaves").read_bytes()
+    except FileNotFoundError:
+        return []
+    return [data[i:i + 32] for i in range(0, len(data) - len(data) % 32, 32)]
+
+
+def read_entries(d: Path) -> list[dict]:
+    try:
+        with open(d / "entries.jsonl", encoding="utf-8") as f:
+            return [json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        return []
+
+
+def append_written(settings: Settings, warc_file: str, written) -> dict | None:
+    """Log records just written to ``warc_file`` (``archive.warcwriter.Written`` items), then sign a new
+    tree head. Returns it (None when there was nothing to log)."""
+    written = list(written)
+    if not written:
+        return None
+    d = log_dir(settings)
+    d.mkdir(parents=True, exist_ok=True)
+    frontier = _state(d)
+    path = settings.warc_dir / warc_file
+    lines, hashes = [], []
+    for w in written:
+        digest = member_sha256(path, w.offset, w.length)
+        if digest is None:
+            raise RuntimeError(f"cannot log {w.record_id}: {path} has no {w.length} bytes at offset {w.offset}")
+        entry = {"index": frontier.size, "warc_file": warc_file, "offset": w.offset, "length": w.length,
+                 "record_id": w.record_id, "sha256": digest}
+        leaf = merkle.leaf_hash(leaf_data(entry))
+        frontier.append(leaf)
+        lines.append(json.dumps(entry, sort_keys=True) + "\n")
+        hashes.append(leaf)
+    new = not (d / "entries.jsonl").exists()
+    with open(d / "entries.jsonl", "a", encoding="utf-8") as f:
+        f.write("".join(lines))
+        f.flush()
+        os.fsync(f.fileno())
+    with open(d / "leaves", "ab") as f:
+        f.write(b"".join(hashes))
+        f.flush()
+        os.fsync(f.fileno())
+    if new:
+        _fsync_dir(d)
+    _write_atomic(d / "state.json", json.dumps({"size": frontier.size,
+                                                "frontier": [h.hex() for h in frontier.hashes]}).encode())
+    return sign_tree_head(settings, frontier.size, frontier.root())
+
+
+def sign_tree_head(settings: Settings, size: int, root: bytes) -> dict:
+    ensure_signing_key(settings)
+    key = signing.load_key(key_path(settings))
+    ts = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+    sth = {"log": LOG_ID, "tree_size": size, "root_hash": root.hex(), "timestamp": ts,
+           "public_key": signing.public_key_b64(key), "signature": signing.sign(key, sth_message(size, root.hex(), ts))}
+    d = log_dir(settings)
+    (d / "sth").mkdir(parents=True, exist_ok=True)
+    body = json.dumps(sth, indent=2).encode()
+    _write_atomic(d / "sth" / f"{size}.json", body)
+    _write_atomic(d / "sth.json", body)
+    return sth
+
+
+def latest_tree_head(settings: Settings) -> dict | None:
+    try:
+        return json.loads((log_dir(settings) / "sth.json").read_text())
+    except FileNotFoundError:
+        return None
+
+
+def tree_head(settings: Settings, size: int) -> dict | None:
+    try:
+        return json.loads((log_dir(settings) / "sth" / f"{int(size)}.json").read_text())
+    except (FileNotFoundError, ValueError):
+        return None
+
+
+def check_tree_head(sth: dict) -> bool:
+    """Is the tree head signed by the key it names?"""
+    try:
+        return signing.verify(sth["public_key"], sth_message(int(sth["tree_size"]), sth["root_hash"], sth["timestamp"]),
+                              sth["signature"])
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+# -- proofs --------------------------------------------------------------------------------------------
+
+_CACHE: dict = {}
+
+
+def _loaded(settings: Settings) -> tuple[list[bytes], dict[str, int]]:
+    """(leaf hashes, record id -> leaf index), cached while the log files do not change."""
+    d = log_dir(settings)
+    try:
+        stamp = ((d / "leaves").stat().st_size, (d / "entries.jsonl").stat().st_mtime_ns)
+    except FileNotFoundError:
+        return [], {}
+    key = str(d)
+    hit = _CACHE.get(key)
+    if hit and hit[0] == stamp:
+        return hit[1], hit[2]
+    leaves = read_leaves(d)
+    index = {e["record_id"]: e["index"] for e in read_entries(d)}
+    _CACHE[key] = (stamp, leaves, index)
+    return leaves, index
+
+
+def inclusion(settings: Settings, record_id: str) -> dict | None:
+    """The record's leaf and its inclusion proof in the latest signed tree head, or None if unlogged."""
+    sth = latest_tree_head(settings)
+    leaves, index = _loaded(settings)
+    i = index.get(record_id)
+    if sth is None or i is None or i >= sth["tree_size"]:
+        return None
+    size = sth["tree_size"]
+    path = merkle.inclusion_proof(leaves[:size], i)
+    return {"leaf_index": i, "tree_size": size, "leaf_hash": leaves[i].hex(),
+            "audit_path": [p.hex() for p in path], "root_hash": sth["root_hash"], "tree_head": sth,
+            "verified": merkle.verify_inclusion(leaves[i], i, size, path, bytes.fromhex(sth["root_hash"]))}
+
+
+def consistency(settings: Settings, first: int, second: int | None = None) -> dict:
+    leaves, _ = _loaded(settings)
+    second = len(leaves) if second is None else second
+    if not 0 < first <= second <= len(leaves):
+        from app.errors import BadRequest
+
+        raise BadRequest(f"no consistency proof from size {first} to {second}: the log has {len(leaves)} leaves; "
+                         "give 0 < first <= second <= that")
+    return {"first": first, "second": second, "first_root": merkle.root(leaves[:first]).hex(),
+            "second_root": merkle.root(leaves[:second]).hex(),
+            "proof": [p.hex() for p in merkle.consistency_proof(leaves[:second], first)]}
+
+
+# -- checking ------------------------------------------------------------------------------------------
+
+@dataclass
+class LogReport:
+    size: int = 0
+    checked: int = 0
+    problems: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    tree_heads: int = 0
+
+    @property
+    def passed(self) -> bool:
+        return not self.problems
+
+
+def verify_log(settings: Settings, earlier: list[dict] | None = None, *, progress=None) -> LogReport:
+    """Check the log against the WARC files and tree heads: every leaf recomputed from its entry, every
+    logged record re-read and its bytes compared (tampered or deleted records), the latest tree head's
+    signature and root, and each ``earlier`` tree head a signed prefix of today's log (consistency proof;
+    a forked or rewritten log fails)."""
+    say = progress or (lambda line: None)
+    rep = LogReport()
+    d = log_dir(settings)
+    entries, leaves = read_entries(d), read_leaves(d)
+    rep.size = len(leaves)
+
+    def problem(line: str) -> None:
+        rep.problems.append(line)
+        say(line)
+
+    if len(entries) != len(leaves):
+        problem(f"log: {len(entries)} entries but {len(leaves)} leaf hashes in {d}; the log files were edited")
+    for i, (e, leaf) in enumerate(zip(entries, leaves)):
+        if e.get("index") != i or merkle.leaf_hash(leaf_data(e)) != leaf:
+            problem(f"log: entry {i} does not hash to leaf {i}; the log's entries were edited")
+            continue
+        digest = member_sha256(settings.warc_dir / e["warc_file"], e["offset"], e["length"])
+        rep.checked += 1
+        if digest is None:
+            problem(f"deleted record: {e['record_id']} (leaf {i}) is gone from {e['warc_file']} at offset "
+                    f"{e['offset']:,}; restore that WARC file from a backup")
+        elif digest != e["sha256"]:
+            problem(f"tampered record: {e['record_id']} (leaf {i}) in {e['warc_file']} at offset {e['offset']:,} "
+                    "no longer has the bytes it was logged with; restore that WARC file from a backup")
+    root_now = merkle.root(leaves)
+    sth = latest_tree_head(settings)
+    if sth is None:
+        if leaves:
+            problem(f"log: no signed tree head in {d}")
+    else:
+        rep.tree_heads += 1
+        if not check_tree_head(sth):
+            problem("log: the latest tree head's signature does not verify")
+        size = int(sth["tree_size"])
+        if size > len(leaves) or merkle.root(leaves[:size]).hex() != sth["root_hash"]:
+            problem(f"log: the latest tree head (size {size}) does not match the log's leaves; the log was rewritten")
+    for other in earlier or []:
+        rep.tree_heads += 1
+        size = int(other.get("tree_size", -1))
+        label = f"tree head of size {size} ({other.get('timestamp')})"
+        if not check_tree_head(other):
+            problem(f"{label}: its signature does not verify")
+            continue
+        if sth is not None and other.get("public_key") != sth.get("public_key"):
+            rep.notes.append(f"{label}: signed by another key than today's tree head")
+        if size > len(leaves):
+            problem(f"forked log: {label} is larger than today's log ({len(leaves)} leaves): records were deleted "
+                    "from the log")
+            continue
+        if size == 0:
+            continue
+        proof = merkle.consistency_proof(leaves, size)
+        if not merkle.verify_consistency(size, len(leaves), bytes.fromhex(other["root_hash"]), root_now, proof):
+            problem(f"forked log: {label} (root {other['root_hash'][:16]}...) is not a prefix of today's log: the "
+                    "log was rewritten since it was signed")
+    return rep

@@ -65,6 +65,21 @@ def _select(session: Session, source: str | None, since: datetime | None) -> lis
     return list(session.scalars(q))
 
 
+def signing_key_path(settings: Settings) -> Path:
+    return settings.data_dir / "signing_key.pem"
+
+
+def wacz_signer(settings: Settings):
+    """Sign with the installation's key (made by ``caveat init``; made here if an older data folder has none)."""
+    from archive import signing
+
+    path = signing_key_path(settings)
+    signing.ensure_key(path)
+    key = signing.load_key(path)
+    return lambda package_hash: signing.wacz_signed_data(key, package_hash, software=f"Caveat {__version__}",
+                                                         version=__version__)
+
+
 def _title(body: bytes, kind: str) -> str | None:
     if kind != "html":
         return None
@@ -143,7 +158,8 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
         write_wacz(out, warcs=[warc], cdxj_lines=[r.line() for r in rows], pages=pages,
                    title=f"Caveat export{' of ' + source if source else ''}",
                    description=f"{report.snapshots} snapshots exported by Caveat {__version__}",
-                   software=f"Caveat {__version__}", main_page=pages[0] if pages else None)
+                   software=f"Caveat {__version__}", main_page=pages[0] if pages else None,
+                   sign=wacz_signer(settings))
     return report
 
 

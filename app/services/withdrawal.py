@@ -90,15 +90,15 @@ def change_access(db: Database, citation_id: str, action: str, reason: str, *, a
             try:
                 written = writer.append(rec)
                 writer.sync()
-                from app.services.tlog import append_written
-
-                append_written(db.settings, writer.path.name, [written])
                 event = _apply(s, snap, action, reason, actor, at, user_id=user_id, warc_record_id=written.record_id)
                 s.commit()
             except BaseException:
                 writer.truncate(start)
                 writer.sync()
                 raise
+            from app.services.tlog import append_written
+
+            append_written(db.settings, writer.path.name, writer.take_appended())  # durable and committed: log it
             return event_json(event, snap)
 
 
