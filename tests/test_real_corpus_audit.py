@@ -21,6 +21,7 @@ import json
 import sys
 from collections import Counter
 from pathlib import Path
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -64,7 +65,11 @@ def crawl_corpus(tmp: Path, labels: list[Path]) -> dict[str, list[dict]]:
             for i, path in enumerate(labels):
                 label = json.loads(path.read_text())
                 body = (REAL / "pages" / label["page"]).read_bytes()
-                url = srv.route(f"/p{i}/{label['page']}", body, content_type=_content_type(label))
+                # served under its origin's path, as a crawl of the real page sees it (a file's name
+                # can be all a page says about its model)
+                origin = urlsplit((label.get("origin") or {}).get("url") or "").path.rsplit("/", 1)[-1]
+                url = srv.route(f"/p{i}/{quote(origin) if origin else label['page']}", body,
+                                content_type=_content_type(label))
                 add_source(s, f"p{i}", url, None)
                 names[f"p{i}"] = label["page"]
         crawl(db, settings)

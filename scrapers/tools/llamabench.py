@@ -56,7 +56,8 @@ def is_record(obj) -> bool:
 
 def record_draft(rec: dict, text: str = "", start: int = 0):
     """One llama-bench record (from JSON, JSONL, CSV or SQL) -> draft; spans point into ``text``."""
-    test = _test_name(rec.get("n_prompt"), rec.get("n_gen"), rec.get("n_depth"))
+    test = (str(rec["test"]) if _TEST_CELL.match(str(rec.get("test") or "")) else
+            _test_name(rec.get("n_prompt"), rec.get("n_gen"), rec.get("n_depth")))
     try:
         value = float(rec.get("avg_ts"))
     except (TypeError, ValueError):
@@ -105,14 +106,29 @@ def _align(head: list[str], row) -> tuple[dict, dict]:
     n, m = len(head), len(row)
     if n == m:
         return {h: row[i].value for i, h in enumerate(head)}, {h: i for i, h in enumerate(head)}
-    k = min(n, m) // 2
     rec, where = {}, {}
+    if m and _TEST_CELL.match(row[-1].value) and head[-1] != "test":
+        rec["test"], where["test"] = row[-1].value, m - 1     # a schema that ends with the test's name
+        row = row[:-1]
+        m -= 1
+    k = min(n, m) // 2
     for i in range(m):
         j = i if i < k else n - m + i
         if 0 <= j < n:
-            rec[head[j]] = row[i].value
-            where[head[j]] = i
+            rec.setdefault(head[j], row[i].value)
+            where.setdefault(head[j], i)
+    # the columns in the middle moved between schemas: find the model file and the GPUs by their values
+    for i, c in enumerate(row):
+        v = c.value
+        if v.lower().endswith(".gguf"):
+            rec["model_filename"], where["model_filename"] = v, i
+        elif _GPU_CELL.search(v) and "gpu_info" in head:
+            rec["gpu_info"], where["gpu_info"] = v.replace("/", ", "), i
     return rec, where
+
+
+_TEST_CELL = re.compile(r"^(?:pp|tg)\d+(?:\+tg\d+)?(?:\s*@\s*d\d+)?$", re.I)
+_GPU_CELL = re.compile(r"(?i)\b(?:tesla|rtx|gtx|radeon|geforce|quadro|instinct|a100|h100|h200|l40s?|mi\d{3}|arc\s)")
 
 
 def read_json(doc, text):
