@@ -127,6 +127,11 @@ def facts(text: str, narrow: bool = False) -> tuple:
     return tuple((f, v, q) for f, (v, q) in out.items())
 
 
+_KV_HEAD = re.compile(r"^(?:kv[\s_-]*cache(?:[\s_-]*(?:dtype|type|arm|precision))?|kv[\s_-]*dtype|cache[\s_-]*type[\s_-]*[kv]?|type[_\s]?k)$")
+_KV_LINE = re.compile(r"(?i)(?:--kv[-_]cache[-_]dtype|kv[-_\s]cache(?:[-_\s](?:dtype|type))?)\s*[=:|]?\s*[`\"']?([\w.-]{2,32})")
+_DTYPE = re.compile(r"(?i)(?<![\w-])((?:nv)?fp[48](?:_[a-z0-9]+)*|e[45]m\d\w*|q[2-8]_[0-9a-z_]+|int[48]|bf16|f16|fp16|turbo\d\w*)(?![\w-])")
+
+
 @lru_cache(maxsize=4096)
 def conditions(text: str) -> dict:
     """The run conditions (``CONDITION_FIELDS``) a text states, ``{field: (value, quote)}``."""
@@ -161,6 +166,7 @@ class Page:
         self._code_models: dict[int, list[tuple[int, str, int, int]]] = {}
         self._section_code: dict[int, list[tuple[int, str, int, int]]] = {}
         self._rig: dict | None = None
+        self._kv: list[str] | None = None
         for b in blocks:
             if b.kind == "code":
                 # a command or config in a code block states the run's conditions (--max-tokens 128,
@@ -204,6 +210,39 @@ class Page:
             out += [(t, (a, b)) for (_p, t, a, b) in before + after]
         return out
 
+    def kv_terms(self) -> list[str]:
+        """The KV cache dtypes the page names ("| KV cache | `nvfp4_ds_mla` (shipped default) and `fp8` |",
+        "--kv-cache-dtype fp8", a "KV cache" column), so a row, heading or log named after one
+        ("Estonia — nvfp4_ds_mla log", "| nvfp4_ds_mla | 67.9 |") is read as running with it."""
+        if self._kv is not None:
+            return self._kv
+        terms: list[str] = []
+        budget = _MAX_PAGE_SCAN
+        for b in self.blocks:
+            if budget <= 0:
+                break
+            if b.kind == "table" and b.table is not None:
+                heads = [c.value.strip().lower() for c in b.table.header]
+                for j, h in enumerate(heads):
+                    if _KV_HEAD.match(h):
+                        terms += [r[j].value for r in b.table.rows[:200] if j < len(r)]
+                for r in b.table.rows[:200]:
+                    if len(r) >= 2 and _KV_HEAD.match(r[0].value.strip().lower()):
+                        terms += [c.value for c in r[1:]]
+                continue
+            if b.kind in ("text", "code"):
+                chunk = b.text[:8000]
+                budget -= len(chunk)
+                for m in _KV_LINE.finditer(chunk):
+                    terms.append(m.group(1))
+        out = []
+        for t in terms:
+            for w in _DTYPE.findall(t):
+                if w.lower() not in (x.lower() for x in out):
+                    out.append(w)
+        self._kv = out[:12]
+        return self._kv
+
     def rig(self) -> dict:
         """Conditions the page states for its whole rig, once: a power limit or locked clocks ("two of
         the four cards are software-limited to 300 W", "clocks locked", "TGP 1000W"), and each condition
@@ -223,9 +262,12 @@ class Page:
                     span = (b.start + i, b.start + i + len(q)) if i >= 0 else (b.start, b.end)
                     seen.setdefault(f, {}).setdefault(str(v).lower(), (v, q, span))
         out = {}
-        for f, vals in seen.items():
+        rig = [(next(iter(vals.values()))[2][0], f) for f, vals in seen.items() if f in ("clocks", "power")]
+        first_rig = min(rig)[1] if rig else None     # the page's first word on its rig: a report that
+        for f, vals in seen.items():                 # contrasts the authors' cards with the entry's says it first
             if f in ("clocks", "power"):
-                out["rig_" + f] = next(iter(vals.values()))
+                if f == first_rig:
+                    out["rig_" + f] = next(iter(vals.values()))
             elif f == "kv_cache" and len(vals) == 1:
                 out[f] = next(iter(vals.values()))
             # (lengths stated once on a page are not taken page-wide: a README's example command is
@@ -348,6 +390,15 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
             b.put(f, v, q)
         if set(e.fields) != before:
             draft.spans.append(span)
+    if "kv_cache" not in e.fields:
+        terms = page.kv_terms()
+        if len(terms) >= 2:     # a page that compares KV arms: the arm the row, its heading or its log names
+            where = [draft.local] + [t for t, _s, narrow in scopes if narrow] + [" ".join(draft.block.section) if draft.block else ""]
+            for text in where:
+                hit = next((t for t in terms if re.search(r"(?<![\w-])" + re.escape(t) + r"(?![\w-])", text or "", re.I)), None)
+                if hit:
+                    b.put("kv_cache", hit, hit)
+                    break
     missing = [f for f in CONDITION_FIELDS if f not in e.fields]
     if missing:
         for text, span in page.condition_scopes(draft.block):

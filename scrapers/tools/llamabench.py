@@ -94,6 +94,10 @@ def record_draft(rec: dict, text: str = "", start: int = 0):
     if isinstance(s, list) and s:
         d.builder.put("samples", [float(x) for x in s if isinstance(x, (int, float))], None)
         d.builder.put("n_runs", len(s), None)
+    kv = [str(rec.get(k) or "").strip() for k in ("type_k", "type_v")]
+    if any(kv):      # the KV cache types the run used ("q4_0", "f16"): the lower-precision one if they differ
+        low = next((v for v in kv if v and not re.match(r"(?i)^(?:f16|bf16|f32|fp16)$", v)), None)
+        d.builder.put("kv_cache", low or next(v for v in kv if v), None)
     if rec.get("label"):
         d.builder.put("label", str(rec["label"]), None)
     d.local = str(rec.get("label") or "")

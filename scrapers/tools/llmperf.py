@@ -10,6 +10,10 @@ from __future__ import annotations
 from scrapers.tools.common import draft, locate
 
 
+def _int(v):
+    return round(v) if isinstance(v, (int, float)) and not isinstance(v, bool) and v > 0 else None
+
+
 def _scope(conc):
     return "per_user" if conc == 1 else "aggregate"
 
@@ -20,12 +24,13 @@ def read_json(doc, text):
     if "results_request_output_throughput_token_per_s_mean" in doc or "results_mean_output_throughput_token_per_s" in doc:
         conc = doc.get("num_concurrent_requests") if isinstance(doc.get("num_concurrent_requests"), int) else None
         model = doc.get("model")
+        shape = {"prompt_tokens": _int(doc.get("mean_input_tokens")), "gen_tokens": _int(doc.get("mean_output_tokens"))}
         out = []
         key = "results_request_output_throughput_token_per_s_mean"
         if isinstance(doc.get(key), (int, float)):
             loc = locate(text, [key])
             d = draft(doc[key], loc[0] if loc else None, (loc[1], loc[2]) if loc else None, "llmperf",
-                      phase="decode", scope="per_user", concurrency=conc, model=model, headline_label=key)
+                      phase="decode", scope="per_user", concurrency=conc, model=model, headline_label=key, **shape)
             sd = doc.get("results_request_output_throughput_token_per_s_stddev")
             if isinstance(sd, (int, float)):
                 d.builder.put("spread", float(sd), None)
@@ -36,7 +41,8 @@ def read_json(doc, text):
         if isinstance(doc.get(key), (int, float)):
             loc = locate(text, [key])
             out.append(draft(doc[key], loc[0] if loc else None, (loc[1], loc[2]) if loc else None, "llmperf",
-                             phase="decode", scope=_scope(conc), concurrency=conc, model=model, headline_label=key))
+                             phase="decode", scope=_scope(conc), concurrency=conc, model=model, headline_label=key,
+                             **shape))
         return out
     vals = [(k, v) for k, v in doc.items() if isinstance(v, dict) and "throughput_token_per_s" in v]
     if len(vals) >= 1 and len(vals) == len(doc):
@@ -48,6 +54,7 @@ def read_json(doc, text):
                 pos = loc[2]
             out.append(draft(v["throughput_token_per_s"], loc[0] if loc else None, (loc[1], loc[2]) if loc else None,
                              "llmperf sweep", phase="decode", scope=_scope(conc), concurrency=conc,
-                             headline_label="throughput_token_per_s"))
+                             headline_label="throughput_token_per_s",
+                             prompt_tokens=_int(v.get("input_token_length")), gen_tokens=_int(v.get("output_token_length"))))
         return out
     return None
