@@ -24,12 +24,22 @@ $(REF_VENV)/.installed:
 	$(REF_VENV)/bin/pip install -q 'pywb==2.10.0' 'wacz==0.6.0' 'cdxj-indexer==1.5.0' 'warcio==1.8.1'
 	touch $@
 
-referees: $(REF_VENV)/.installed
+# ReplayWeb.page (AGPL-3.0) is a referee only, never a dependency: tests/test_browser_replaywebpage.py
+# loads Caveat's WACZ in it. Pinned; fetched from the npm registry into .referees/ (not committed).
+REPLAYWEBPAGE_VERSION ?= 2.5.3
+REPLAYWEBPAGE_DIR = .referees/replaywebpage
+$(REPLAYWEBPAGE_DIR)/.installed-$(REPLAYWEBPAGE_VERSION):
+	rm -rf $(REPLAYWEBPAGE_DIR) && mkdir -p $(REPLAYWEBPAGE_DIR)
+	cd $(REPLAYWEBPAGE_DIR) && npm pack -q replaywebpage@$(REPLAYWEBPAGE_VERSION) && \
+	  tar xzf replaywebpage-$(REPLAYWEBPAGE_VERSION).tgz && rm replaywebpage-$(REPLAYWEBPAGE_VERSION).tgz
+	touch $@
+
+referees: $(REF_VENV)/.installed system-packages $(REPLAYWEBPAGE_DIR)/.installed-$(REPLAYWEBPAGE_VERSION)
 
 system-packages:
-	@if ! command -v chromium >/dev/null || ! command -v wget >/dev/null; then \
+	@if ! command -v chromium >/dev/null || ! command -v wget >/dev/null || ! command -v npm >/dev/null; then \
 	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium wget; fi
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium wget npm; fi
 
 demo: install
 	$(VENV)/bin/caveat demo
