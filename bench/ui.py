@@ -5,7 +5,10 @@ columns and 1-4 flags each (about 2.5 N flag rows), then requests, in-process th
 (no network; the time is the whole request as the server handles it):
 
 - the first page, sorted by severity; a deep page (page 1,000 of 2,000); the first page sorted by
-  inflation ratio; a filtered page (severity=high&rule=best_of); and the same as JSON.
+  inflation ratio; a filtered page (severity=high&rule=best_of); and the same as JSON;
+- the first queue view after a decision: a reviewer confirms a flag (``decisions.decide``, committed:
+  the decision row, the flag and the re-audit of its recipe), then asks for /queue (and /queue.json);
+  once per decision, ``--repeat`` decisions each.
 
 Prints p50/p95/max per case. The goal is p95 <= 50 ms. Counts are cached between requests until the
 data changes (see app/services/queue.py); the first ("cold") request of each case is reported apart.
@@ -29,7 +32,7 @@ from sqlalchemy import insert  # noqa: E402
 
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
-from app.models import Entry, Flag, Source, utcnow  # noqa: E402
+from app.models import Entry, Flag, Source, User, utcnow  # noqa: E402
 
 RULES = [("full_acceptance", "critical"), ("repeat_loop", "critical"), ("headline_above_steady_state", "high"),
          ("ladder_top_rung", "high"), ("best_of", "high"), ("single_run", "medium"), ("unpinned_build", "medium"),
@@ -112,6 +115,15 @@ def main() -> int:
             (f"deep page {deep} (JSON)", f"/queue.json?page={deep}"),
         ]
         worst = 0.0
+        from sqlalchemy import select
+
+        from app.services import auth, decisions
+
+        with db.session() as s:
+            reviewer = auth.create_user(s, "bench-reviewer", "bench passphrase long enough").id
+        with db.Session() as s:  # flags to decide on, spread over the table
+            open_flags = list(s.scalars(select(Flag.id).where(Flag.status == "open").order_by(Flag.id)
+                                        .limit(args.repeat * 80)))[::40]
         with TestClient(app, base_url="http://bench.test") as client:
             print(f"{'case':38} {'cold ms':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}")
             for label, path in cases:
@@ -128,6 +140,21 @@ def main() -> int:
                 p95 = pct(times, 95)
                 worst = max(worst, p95)
                 print(f"{label:38} {cold:8.1f} {statistics.median(times):8.1f} {p95:8.1f} {max(times):8.1f}")
+            # the first queue view after a decision: decide on a flag (committed), then ask for the queue
+            for label, path in (("first view after a decision (HTML)", "/queue"),
+                                ("first view after a decision (JSON)", "/queue.json")):
+                client.get(path)  # the counts as a reviewer's last view left them
+                times, ids = [], open_flags[: args.repeat] if "HTML" in label else open_flags[args.repeat:]
+                for flag_id in ids:
+                    with db.session() as s:
+                        decisions.decide(s, s.get(User, reviewer), flag_id, "confirm", "bench", settings=settings)
+                    t = time.perf_counter()
+                    r = client.get(path)
+                    times.append((time.perf_counter() - t) * 1000)
+                    assert r.status_code == 200
+                p95 = pct(times, 95)
+                worst = max(worst, p95)
+                print(f"{label:38} {'-':>8} {statistics.median(times):8.1f} {p95:8.1f} {max(times):8.1f}")
         app.state.db.dispose()
         db.dispose()
     print(f"worst p95 {worst:.1f} ms (goal <= 50 ms): {'PASS' if worst <= 50 else 'FAIL'}")

@@ -201,3 +201,38 @@ def test_docs_page_uses_only_vendored_assets(client):
         assert client.get(s).status_code == 200, s
     assert client.get("/static/vendor/swagger-ui/LICENSE").status_code == 200
     assert client.get("/api/docs", follow_redirects=False).headers["location"] == "/docs"
+
+
+def test_every_typed_query_parameter_refuses_a_wrong_type_naming_the_parameter(client, seeded):
+    ids, url = seeded
+    doc = client.get("/openapi.json").json()
+    checked = 0
+    for path, item in doc["paths"].items():
+        op = item.get("get")
+        if not op:
+            continue
+        for p in op.get("parameters", []):
+            schema = p.get("schema", {})
+            types = {schema.get("type")} | {s.get("type") for s in schema.get("anyOf", [])}
+            if p["in"] != "query" or not types & {"integer", "boolean"}:
+                continue
+            r = client.get(_fill(path, ids), params={**_required_query(path, op, url), p["name"]: "not-a-value"})
+            assert r.status_code == 400, (path, p["name"], r.status_code)
+            body = r.json()
+            assert body["ok"] is False and p["name"] in body["error"], (path, p["name"], body)
+            checked += 1
+    assert checked >= 15
+
+
+def test_every_integer_path_id_refuses_a_word_with_the_error_shape(client):
+    doc = client.get("/openapi.json").json()
+    for path, item in doc["paths"].items():
+        for method, op in item.items():
+            ints = [p["name"] for p in op.get("parameters", []) if p["in"] == "path"
+                    and p.get("schema", {}).get("type") == "integer"]
+            if not ints:
+                continue
+            target = re.sub(r"\{(\w+)\}", lambda m: "abc" if m.group(1) in ints else "x", path)
+            r = client.request(method.upper(), target, json={})
+            assert r.status_code in (400, 401), (method, path, r.status_code)
+            assert r.json()["ok"] is False and r.json()["error"], (method, path)

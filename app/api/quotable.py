@@ -6,9 +6,11 @@ The single-recipe route is the hot path: it serves the JSON text the audit cache
 
 from __future__ import annotations
 
+import asyncio
 import re
+import threading
+from concurrent.futures import ThreadPoolExecutor
 
-import anyio
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import Response
@@ -36,30 +38,29 @@ def envelope(raw: str) -> bytes:
 class QuotableFastPath:
     """ASGI middleware answering a GET for a cached quotable answer before FastAPI's routing and
     dependency machinery; anything else (and any recipe not yet cached) falls through to the router.
-    The read runs in a worker thread (never on the event loop) over one of ``READERS`` autocommit
-    connections kept open for it."""
+    The read runs on one of ``READERS`` threads of this worker (never on the event loop), each with its
+    own autocommit connection kept open."""
 
     def __init__(self, app, state):
         self.app = app
         self.state = state
-        self._free: list = []  # idle connections; the limiter keeps at most READERS in use
-        self._limiter: anyio.CapacityLimiter | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._local = threading.local()
 
     def _read(self, recipe_id: str) -> str | None:
-        conn = self._free.pop() if self._free else None
         for attempt in (1, 2):
+            conn = getattr(self._local, "conn", None)
             if conn is None:
                 conn = self.state.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+                self._local.conn = conn
             try:
-                raw = quotable_raw(conn, recipe_id)
-                self._free.append(conn)
-                return raw
+                return quotable_raw(conn, recipe_id)
             except Exception:
+                self._local.conn = None
                 try:
                     conn.invalidate()
                 except Exception:
                     pass
-                conn = None
                 if attempt == 2:
                     raise
         return None
@@ -68,9 +69,9 @@ class QuotableFastPath:
         if scope["type"] == "http" and scope["method"] == "GET":
             m = _PATH.match(scope["path"])
             if m:
-                if self._limiter is None:
-                    self._limiter = anyio.CapacityLimiter(READERS)
-                raw = await anyio.to_thread.run_sync(self._read, m.group(1), limiter=self._limiter)
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="quotable-read")
+                raw = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, m.group(1))
                 if raw is not None:
                     body = envelope(raw)
                     await send({"type": "http.response.start", "status": 200, "headers": [

@@ -7,7 +7,7 @@ decision stands until a reviewer makes another one. Rows in ``decisions`` are ne
 
 from __future__ import annotations
 
-from sqlalchemy import func, select
+from sqlalchemy import event, func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -37,12 +37,31 @@ def decide(session: Session, user: User, flag_id: int, action: str, note: str,
     flag = session.get(Flag, flag_id)
     if flag is None:
         raise NotFound(f"No flag {flag_id}. Flag ids are listed with each entry in GET /api/entries/{{id}}.")
+    from app.services import queue
+
+    affected = queue.affected_entries(session, flag.entry_id)
+    before = queue.state_of(session, affected)
     row = Decision(flag_id=flag.id, entry_id=flag.entry_id, rule=flag.rule, user_id=user.id, action=action,
                    note=note)
     session.add(row)
     flag.status = ACTIONS[action]
     session.flush()
     audit_entries(session, settings, [flag.entry_id])
+    session.flush()
+    after = queue.state_of(session, affected)
+    sources = queue.cached_sources(session, after.url)
+    decision_id = row.id
+    # the queue's cached counts move by this decision's delta once it is committed (not before: a
+    # rollback leaves them as they were), so the first queue view after a decision is not a recount
+    def carry(_session) -> None:
+        queue.apply_decision(before, after, decision_id, sources)
+
+    def forget(_session) -> None:
+        if event.contains(session, "after_commit", carry):
+            event.remove(session, "after_commit", carry)
+
+    event.listen(session, "after_commit", carry, once=True)
+    event.listen(session, "after_rollback", forget, once=True)
     return decision_json(row, user.username, flag)
 
 

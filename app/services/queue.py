@@ -151,39 +151,146 @@ def _tallies(session: Session, f: QueueFilters) -> dict[str, Counter]:
     return tallies
 
 
-def _counts(session: Session, f: QueueFilters) -> dict:
+def _raw_counts(session: Session, f: QueueFilters) -> dict[str, Counter]:
+    """Every facet's full tally (source by id, every model): what the cache keeps and a decision adjusts."""
     t = _tallies(session, f)
-    out: dict[str, list[dict]] = {
-        "severity": [{"value": RANK_NAMES.get(r, str(r)), "count": n} for r, n in sorted(t["severity"].items(),
-                                                                                           key=lambda x: -x[0])],
-        "decision": [{"value": v, "count": n} for v, n in sorted(t["decision"].items())],
-    }
-    ids = [i for i in t["source"] if i is not None]
-    names = dict(session.execute(select(Source.id, Source.name).where(Source.id.in_(ids))).all()) if ids else {}
-    out["source"] = sorted(({"value": names[i], "count": n} for i, n in t["source"].items() if i in names),
-                           key=lambda c: (-c["count"], c["value"]))
-    models = sorted(((m, n) for m, n in t["model"].items() if m is not None), key=lambda x: (-x[1], x[0]))
-    out["model"] = [{"value": m, "count": n} for m, n in models[:TOP_MODELS]]
-    # rules: active flags of the entries that pass the other filters (an IN list beats a join here)
     queued = select(Entry.id).where(*_conditions(session, f, "rule"))
     q = select(Flag.rule, func.count()).where(Flag.active.is_(True), Flag.entry_id.in_(queued)).group_by(Flag.rule)
-    out["rule"] = [{"value": v, "count": n} for v, n in sorted(session.execute(q).all(), key=lambda x: (-x[1], x[0]))]
+    t["rule"] = Counter(dict(session.execute(q).all()))
+    return t
+
+
+def _format(session: Session, t: dict[str, Counter]) -> dict:
+    out: dict[str, list[dict]] = {
+        "severity": [{"value": RANK_NAMES.get(r, str(r)), "count": n} for r, n in sorted(t["severity"].items(),
+                                                                                           key=lambda x: -x[0]) if n > 0],
+        "decision": [{"value": v, "count": n} for v, n in sorted(t["decision"].items()) if n > 0],
+    }
+    ids = [i for i, n in t["source"].items() if i is not None and n > 0]
+    names = dict(session.execute(select(Source.id, Source.name).where(Source.id.in_(ids))).all()) if ids else {}
+    out["source"] = sorted(({"value": names[i], "count": n} for i, n in t["source"].items() if i in names and n > 0),
+                           key=lambda c: (-c["count"], c["value"]))
+    models = sorted(((m, n) for m, n in t["model"].items() if m is not None and n > 0), key=lambda x: (-x[1], x[0]))
+    out["model"] = [{"value": m, "count": n} for m, n in models[:TOP_MODELS]]
+    out["rule"] = [{"value": v, "count": n} for v, n in sorted(t["rule"].items(), key=lambda x: (-x[1], x[0])) if n > 0]
     return out
 
 
+def _counts(session: Session, f: QueueFilters) -> dict:
+    return _format(session, _raw_counts(session, f))
+
+
 def queue_counts(session: Session, f: QueueFilters) -> dict:
-    key = (str(session.get_bind().url), replace(f, page=1, sort="severity"), fingerprint(session))
+    url = str(session.get_bind().url)
+    key = (url, replace(f, page=1, sort="severity"), fingerprint(session))
     with _lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
-            return hit
-    counts = _counts(session, f)
+    if hit is None:
+        hit = _raw_counts(session, f)
+        with _lock:
+            _cache[key] = hit
+            while len(_cache) > _CACHE_SIZE:
+                _cache.popitem(last=False)
+    return _format(session, hit)
+
+
+# -- a decision moves the counts by a delta instead of a recount ------------------------------------
+@dataclass
+class QueueState:
+    """What the queue's counts depend on, for a few entries, at one moment (``state_of``)."""
+
+    url: str
+    fingerprint: tuple
+    rows: dict  # entry id -> (flag_count, gone, severity_rank, decision_status, source_id, model, active rules)
+
+
+def affected_entries(session: Session, entry_id: int) -> list[int]:
+    """The entries a decision on ``entry_id`` can re-audit: the entry and the rest of its recipe."""
+    rid = session.scalar(select(Entry.recipe_id).where(Entry.id == entry_id))
+    if rid is None:
+        return [entry_id]
+    return list(session.scalars(select(Entry.id).where(Entry.recipe_id == rid)))
+
+
+def state_of(session: Session, entry_ids: list[int]) -> QueueState:
+    rows: dict[int, list] = {}
+    for part in [entry_ids[i:i + 500] for i in range(0, len(entry_ids), 500)]:
+        q = select(Entry.id, Entry.flag_count, Entry.gone, Entry.severity_rank, Entry.decision_status,
+                   Entry.source_id, Entry.model).where(Entry.id.in_(part))
+        for eid, *values in session.execute(q):
+            rows[eid] = values + [set()]
+        for eid, rule in session.execute(select(Flag.entry_id, Flag.rule).where(Flag.entry_id.in_(part),
+                                                                                 Flag.active.is_(True))):
+            if eid in rows:
+                rows[eid][-1].add(rule)
+    return QueueState(str(session.get_bind().url), fingerprint(session),
+                      {k: tuple(v[:-1]) + (frozenset(v[-1]),) for k, v in rows.items()})
+
+
+def _passes(row: tuple, f: QueueFilters, source_id, skip: str) -> bool:
+    flag_count, gone, rank, decision, src, model, rules = row
+    if not (flag_count and flag_count > 0) or gone:
+        return False
+    return ((f.severity is None or skip == "severity" or rank == SEVERITY_VALUES[f.severity])
+            and (f.decision is None or skip == "decision" or decision == f.decision)
+            and (f.source is None or skip == "source" or src == source_id)
+            and (f.model is None or skip == "model" or model == f.model)
+            and (f.rule is None or skip == "rule" or f.rule in rules))
+
+
+def _shift(t: dict[str, Counter], f: QueueFilters, source_id, row: tuple | None, sign: int) -> None:
+    if row is None:
+        return
+    values = {"severity": row[2], "decision": row[3], "source": row[4], "model": row[5]}
+    for name, value in values.items():
+        if _passes(row, f, source_id, name):
+            t[name][value] += sign
+    if _passes(row, f, source_id, "rule"):
+        for rule in row[6]:
+            t["rule"][rule] += sign
+
+
+def moved_by_one_decision(before: QueueState, after: QueueState, decision_id: int) -> bool:
+    """Only this decision (and the re-audit of its recipe, which may change flags of those entries)
+    happened between the two states: no other decision, crawl or measurement. Anything else and the
+    counts are recounted. (A re-audit run at the same moment by another process, `caveat audit`, is
+    not told apart; its changes show at the next crawl, decision or measurement.)"""
+    b, a = before.fingerprint, after.fingerprint
+    return a[0] == decision_id and (b[0] or 0) < decision_id and a[1:4] == b[1:4]
+
+
+def apply_decision(before: QueueState, after: QueueState, decision_id: int, source_ids: dict[str, int | None]) -> int:
+    """Carry every cached count taken at ``before`` over to ``after`` by the entries' change; returns how
+    many cached filter sets were carried. Called once the decision is committed."""
+    if before.url != after.url or not moved_by_one_decision(before, after, decision_id):
+        return 0
+    carried = 0
     with _lock:
-        _cache[key] = counts
+        for (url, f, fp), tallies in list(_cache.items()):
+            if url != before.url or fp != before.fingerprint:
+                continue
+            t = {k: Counter(v) for k, v in tallies.items()}
+            src = source_ids.get(f.source) if f.source is not None else None
+            for eid in set(before.rows) | set(after.rows):
+                _shift(t, f, src, before.rows.get(eid), -1)
+                _shift(t, f, src, after.rows.get(eid), +1)
+            _cache[(url, f, after.fingerprint)] = t
+            carried += 1
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
-    return counts
+    return carried
+
+
+def cached_sources(session: Session, url: str) -> dict[str, int | None]:
+    """Source ids of the source filters in the cache (looked up before the commit)."""
+    with _lock:
+        names = {f.source for (u, f, _), _ in _cache.items() if u == url and f.source is not None}
+    if not names:
+        return {}
+    found = dict(session.execute(select(Source.name, Source.id).where(Source.name.in_(names))).all())
+    return {n: found.get(n) for n in names}
 
 
 def clear_cache() -> None:
