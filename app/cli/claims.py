@@ -213,6 +213,8 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
             _summary(reports, "crawl")
         for line in skipped:
             click.echo(line, err=True)
+        if skipped:
+            click.echo(f"{len(skipped)} of {len(reports) + len(skipped)} sources skipped", err=True)
     if any(r.failed for r in reports) or skipped:
         sys.exit(1)
 
