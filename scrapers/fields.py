@@ -45,6 +45,7 @@ FIELDS: dict[str, type | tuple] = {
     "spread": float,            # the ± figure
     "samples": list,            # list[float] of per-run figures
     "n_runs": int,
+    "superseded_by": float,     # a later figure the page says replaced this one ("then boosted it to ~57")
     "tokens_stated": float,     # "100 tokens in 1.822 seconds" -> 100
     "seconds_stated": float,    # -> 1.822
     "gen_tokens": int,          # generation length (tg128 -> 128)

@@ -277,3 +277,19 @@ def test_a_section_states_the_conditions_of_its_figures_once():
     (e,) = r.entries
     assert e.fields["power"] == "300 W" and "locked" in e.fields["clocks"]
     assert e.fields["kv_cache"] == "fp8" and e.fields["context_length"] == 4096 and e.fields["gen_tokens"] == 128
+
+
+def test_tuning_story_marks_earlier_figures_superseded():
+    import scrapers
+
+    text = ("## Tuning\n\nInitial single-request decode throughput was a disappointing ~20 tok/s. Enabling "
+            "CUDAGraph doubled throughput to ~43 tok/s. Tuning NCCL_PROTO=LL further boosted it to ~57 tok/s.\n\n"
+            "## Elsewhere\n\nA different rig reached 30 tok/s.\n")
+    r = scrapers.parse(text.encode(), kind="markdown")
+    by = {e.fields["headline_tps"]: e for e in r.entries}
+    assert by[20.0].fields.get("superseded_by") == 57.0 or by[20.0].fields.get("superseded_by") == 43.0
+    assert by[43.0].fields.get("superseded_by") == 57.0
+    assert "superseded_by" not in by[57.0].fields
+    assert "superseded_by" not in by[30.0].fields     # another section's figure is not part of the story
+    sel = by[43.0].selectors["superseded_by"]
+    assert r.text[sel["start"]:sel["end"]] == "57"

@@ -102,3 +102,12 @@ def test_prefill_and_e2e_figures_are_never_a_decode_working_number():
     assert decide([e2e], entry=e2e).basis == "none"
     dec = Candidate(3, 80.0, spread=1.0, phase="decode")
     assert decide([dec]).tps == 80.0
+
+
+def test_superseded_figure_gets_none_and_leaves_the_recipe_pool():
+    """A tuning story's earlier figures (the page raised them to a later one) are never quoted."""
+    cands = [Candidate(1, 20.0, superseded=True), Candidate(2, 43.0, superseded=True), Candidate(3, 57.0)]
+    assert decide(cands).tps == 57.0
+    w = decide(cands, entry=cands[0])
+    assert (w.tps, w.basis) == (None, "none") and "superseded" in w.reason
+    assert decide(cands, entry=cands[2]).tps == 57.0

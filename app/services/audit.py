@@ -184,7 +184,8 @@ def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
     f = item.fields
     return Candidate(item.entry.id, f.get("headline_tps"), f.get("spread"), list(f.get("samples") or []),
                      f.get("steady_low"), f.get("steady_high"),
-                     [StandingFlag(x.rule, x.severity) for x in standing(flags)], phase=f.get("phase"))
+                     [StandingFlag(x.rule, x.severity) for x in standing(flags)], phase=f.get("phase"),
+                     superseded=f.get("superseded_by") is not None)
 
 
 SUMMARY = ("working_tps", "basis", "basis_reason", "inflation_ratio", "max_severity", "severity_rank",

@@ -44,6 +44,7 @@ class Candidate:
     steady_high: float | None = None
     standing: list[StandingFlag] = field(default_factory=list)  # active flags not dismissed
     phase: str | None = None  # decode | prefill | e2e (None: not stated, read as decode)
+    superseded: bool = False  # the page says a later figure replaced this one (a tuning story)
 
 
 @dataclass
@@ -113,6 +114,9 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
         steady = lowest_steady(cands)
     else:
         steady = recipe_steady
+    if entry is not None and entry.superseded:
+        return _result(None, "none", "superseded: the page says a later figure replaced this one, so this "
+                       "one describes a configuration nobody runs any more", entry.headline_tps, None)
     if entry is not None and entry.phase in NOT_DECODE:
         scope = [entry]
     elif entry is not None:
@@ -150,7 +154,7 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
         tps, reason = cap(steady["low"], f"the lowest steady state stated for {where} ({span} tok/s), "
                                          "taken until it is measured on non-repeating prompts")
         return _result(tps, "steady_state", reason, headline, steady)
-    clean = [c for c in scope if _ok(c.headline_tps) and not _blocking(c)]
+    clean = [c for c in scope if _ok(c.headline_tps) and not _blocking(c) and not c.superseded]
     if clean:
         values = [(headline_value(c), c) for c in clean]
         (tps, how), c = min(values, key=lambda v: v[0][0])
