@@ -63,6 +63,7 @@ FIELDS: dict[str, type | tuple] = {
     "command": str,             # the published command line
     "notes": str,               # the notes field, verbatim
     "label": str,               # row/section label that identifies the entry on the page
+    "caption": str,             # the title or caption of the table the figure sat in
 }
 
 NUMERIC_FIELDS = {k for k, t in FIELDS.items() if t in (int, float)}

@@ -105,6 +105,22 @@ def _caption_facts(table) -> dict:
     return {}
 
 
+def _caption_text(table) -> str:
+    """The table's <caption>, else the short paragraph or heading right before it."""
+    cap = table.xpath("./caption")
+    if cap:
+        return clean(cap[0].text_content())[:200]
+    prev = table.getprevious()
+    for _ in range(2):
+        if prev is None:
+            return ""
+        if isinstance(prev.tag, str) and prev.tag in ("p", "h2", "h3", "h4", "h5", "strong", "b"):
+            t = clean(prev.text_content())
+            return t if len(t) <= 200 else ""
+        prev = prev.getprevious()
+    return ""
+
+
 def parse_html(body: bytes | str, *, result: ParseResult | None = None) -> ParseResult:
     result = result or ParseResult(kind="html")
     raw = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
@@ -129,8 +145,14 @@ def parse_html(body: bytes | str, *, result: ParseResult | None = None) -> Parse
         if not rows:
             result.warnings.append(f"table {n} has a header but no rows")
             continue
-        result.entries += table_entries(header, rows, row_notes=notes, llama_bench=looks_llama_bench(header),
-                                        defaults=defaults, warnings=result.warnings)
+        found = table_entries(header, rows, row_notes=notes, llama_bench=looks_llama_bench(header),
+                              defaults=defaults, warnings=result.warnings)
+        cap = _caption_text(table)
+        if cap:     # what the table calls itself ("H200 FP8 Max throughput"): the rules read it
+            for e in found:
+                e.fields.setdefault("caption", cap)
+                e.quotes.setdefault("caption", cap)
+        result.entries += found
     if not result.entries:
         text = tree.text_content()
         if "|" in text and "---" in text:

@@ -155,8 +155,14 @@ def read_table(tbl: Table, *, caption: str = "", heading: str = "", warnings: li
     ctx_unit = _unit_context(caption, tbl.title, heading)
     metric = _metric_rows(H, rows, ctx_unit)
     if metric:
-        return _read_metric_rows(tbl, H, rows, caption, heading)
-    return _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen)
+        out = _read_metric_rows(tbl, H, rows, caption, heading)
+    else:
+        out = _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen)
+    title = " ".join((tbl.title or caption or "").split())[:200]
+    if title:        # what the table calls itself ("H200 FP8 Max throughput"): the rules read it
+        for d in out:
+            d.builder.put("caption", title, tbl.title or caption)
+    return out
 
 
 # --- entries as rows --------------------------------------------------------------------------------

@@ -380,3 +380,35 @@ def test_lossy_setting_reads_the_kv_cache_field_and_short_shape_spares_prefill_g
     pp = dict(CLEAN, test="pp16384", phase="prefill", gen_tokens=128, context_length=None)
     assert "short_shape" not in fired(pp)  # its speed does not depend on the 128 tokens generated after it
     assert "short_shape" in fired(dict(pp, phase="decode", test="tg128"))
+
+
+# -- ruleset 2026.12.3 -------------------------------------------------------------------------------
+def test_best_of_reads_the_tables_own_title_and_yields_to_a_rows_stated_median():
+    assert "best_of" in fired(dict(CLEAN, caption="H200 FP8 Max throughput", headline_tps=11819.0))
+    assert "best_of" not in fired(dict(CLEAN, caption="Max context 128k, batch 1", headline_tps=80.0))
+    fastest = dict(CLEAN, headline_label="Fastest t/s", headline_tps=120.0)
+    assert "best_of" in fired(fastest)
+    assert "best_of" not in fired(dict(fastest, notes="median of 5 runs"))       # the row's own words win
+    assert "best_of" in fired(dict(fastest, notes="best of 5 runs, median 101"))  # unless they say best
+
+
+def test_rig_conditions_and_page_pins():
+    assert "clocks_or_power" in fired(dict(CLEAN, rig_power="300 W"))
+    assert "clocks_or_power" in fired(dict(CLEAN, rig_clocks="clocks locked"))
+    unpinned = {k: v for k, v in CLEAN.items() if k not in ("engine_version", "engine_commit", "engine_image")}
+    assert "unpinned_build" in fired(unpinned)
+    assert "unpinned_build" not in fired(dict(unpinned, page_pin="intel/vllm:0.10.2-xpu"))
+    assert "unpinned_build" in fired(dict(unpinned, page_pin="0.5.6.post3.dev1000"))
+    assert "unpinned_build" not in fired(dict(unpinned, engine_version="0.11.2.dev280",
+                                              engine_image="org/img:tag@sha256:" + "0" * 64))  # a digest is exact
+    assert "unpinned_build" in fired(dict(unpinned, engine_image="rocm/sgl-dev:v0.5.20-rocm10"))
+
+
+def test_short_shape_reads_stated_lengths():
+    base = {k: v for k, v in CLEAN.items() if k not in ("gen_tokens", "prompt_tokens", "context_length", "test")}
+    assert "short_shape" in fired(dict(base, prompt_tokens=1024, gen_tokens=1024))     # 2k context
+    assert "short_shape" not in fired(dict(base, prompt_tokens=50000, gen_tokens=4000))
+    assert "short_shape" in fired(dict(base, tokens_stated=100, seconds_stated=1.822))  # the run's own count
+    assert "short_shape" not in fired(dict(base, test="tg 256", gen_tokens=128, prompt_tokens=0))  # the test wins
+    assert "short_shape" not in fired(dict(base, phase="prefill", test="pp512", prompt_tokens=512))
+    assert "short_shape" in fired(dict(base, phase="prefill", prompt_tokens=969, gen_tokens=300))

@@ -123,6 +123,9 @@ def _up_to_figure(f):
                 return name, m
     return None
 _BEST_FIELDS = ("headline_label", "label", "test")
+_BEST_CAPTION = re.compile(r"\b(?:peak|max(?:imum)?|best|fastest|highest|top)\s+(?:throughput|tok(?:en)?s?/s|t/s|speed|"
+                           r"performance|decode|generation|output)\b", re.I)
+_TYPICAL = re.compile(r"\b(?:median|mean|average|avg)\b(?:\s+of\s+\d+)?", re.I)
 _BEST_NOTES = re.compile(
     r"\b(?:peak|max(?:imum)?|best|fastest|highest)\s+(?:of\s+\d+\s+)?(?:runs?|tok/?s|t/s|throughput|speed|"
     r"figure|result|decode|generation)\b|\bbest\s+of\s+\d+\b", re.I)
@@ -131,7 +134,10 @@ _BEST_NOTES = re.compile(
 @rule("best_of", "high",
       "The figure is a peak, maximum or best run, not a typical one: a reader quoting it quotes the lucky run.")
 def best_of(f, q, ctx):
-    hit = search(f, _BEST_FIELDS, _BEST) or search(f, ("notes",), _BEST_NOTES) or _up_to_figure(f)
+    own = search(f, ("notes",), _BEST_NOTES) or _up_to_figure(f)
+    hit = own or search(f, _BEST_FIELDS, _BEST) or search(f, ("caption",), _BEST_CAPTION)
+    if hit and not own and _TYPICAL.search(text(f, "notes")):
+        hit = None   # "Fastest" over the column, but the row's own notes give a median or mean of its runs
     if hit:
         name, m = hit
         return {"numbers": {"phrase": m.group(0), "field": name}, "quotes": [quote(f, q, name, m)]}
