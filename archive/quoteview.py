@@ -178,7 +178,27 @@ class Document:
                 "header": _clean(header.text_content()) if header is not None else None,
                 "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
 
-    def render(self, marks: list[Occurrence]) -> str:
+    def matched(self, occ: Occurrence) -> str:
+        hay = self.text if occ.where == "text" else self.source
+        return hay[occ.start:occ.end]
+
+    def context(self, occ: Occurrence, width: int = 32) -> tuple[str, str]:
+        hay = self.text if occ.where == "text" else self.source
+        return (" ".join(hay[max(0, occ.start - width):occ.start].split()),
+                " ".join(hay[occ.end:occ.end + width].split()))
+
+    def around(self, occ: Occurrence, width: int = 200) -> tuple[str, str]:
+        return self.context(occ, width)
+
+    def cell(self, n: int) -> dict | None:
+        marks = getattr(self, "_marks", [])
+        return self.cell_of(marks[n - 1]) if 0 < n <= len(marks) else None
+
+    def render(self, marks: list[Occurrence], *, excerpt: bool = False) -> str:
+        object.__setattr__(self, "_marks", list(marks))
+        return self._render(marks)
+
+    def _render(self, marks: list[Occurrence]) -> str:
         """Inert HTML of the document with each occurrence in ``<mark>`` (the first ``id="quote"``,
         the others ``id="quote-2"``...); the rows and cells holding one get class ``quote-row`` /
         ``quote-cell``."""
@@ -329,3 +349,328 @@ def build(source: str, kind: str) -> Document:
     walk(start, top=True)
     doc.text = "".join(parts)
     return doc
+
+
+# -- the fast path: selectors matched in the source, the page rendered by XSLT ------------------------
+
+import html as _html  # noqa: E402
+from bisect import bisect_right  # noqa: E402
+
+_MARKUP = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|head|noscript|template|textarea|title|svg|math|object)\b"
+                     r".*?(?:</\1\s*>|\Z)|<[^>]*>?", re.S | re.I)
+_TAG = re.compile(r"<[^>]*>?")
+SENTINEL = "caveat-mark"
+_KEPT_XPATH = "|".join(sorted(KEPT))
+_DROPPED_XPATH = "|".join(sorted(INVISIBLE))
+_XSLT = f"""<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
+<xsl:output method="html" encoding="UTF-8" omit-xml-declaration="yes"/>
+<xsl:template match="/"><xsl:choose><xsl:when test="//body"><xsl:apply-templates select="//body/node()"/></xsl:when>
+  <xsl:otherwise><xsl:apply-templates/></xsl:otherwise></xsl:choose></xsl:template>
+<xsl:template match="caveat-excerpt" priority="3"><div class="excerpt"><xsl:apply-templates/></div></xsl:template>
+<xsl:template match="caveat-omitted" priority="3"><tr class="omitted"><td colspan="{{@span}}"><xsl:value-of select="."/></td></tr></xsl:template>
+<xsl:template match="caveat-note" priority="3"><p class="omitted"><xsl:value-of select="."/></p></xsl:template>
+<xsl:template match="{_DROPPED_XPATH}|comment()|processing-instruction()"/>
+<xsl:template match="{SENTINEL}" priority="2"><mark class="quote" data-n="{{@n}}"><xsl:attribute name="id"><xsl:choose>
+  <xsl:when test="@n = '1'">quote</xsl:when><xsl:otherwise>quote-<xsl:value-of select="@n"/></xsl:otherwise>
+  </xsl:choose></xsl:attribute><xsl:apply-templates/></mark></xsl:template>
+<xsl:template match="tr|td|th" priority="2"><xsl:element name="{{local-name()}}"><xsl:copy-of select="@colspan|@rowspan"/>
+  <xsl:if test="@data-caveat-hot"><xsl:attribute name="class"><xsl:choose><xsl:when test="self::tr">quote-row</xsl:when>
+  <xsl:otherwise>quote-cell</xsl:otherwise></xsl:choose></xsl:attribute></xsl:if><xsl:apply-templates/></xsl:element></xsl:template>
+<xsl:template match="{_KEPT_XPATH}"><xsl:element name="{{local-name()}}"><xsl:apply-templates/></xsl:element></xsl:template>
+<xsl:template match="*"><xsl:apply-templates/></xsl:template>
+<xsl:template name="spans"><xsl:for-each select="@colspan|@rowspan"><xsl:if test="string-length(normalize-space(.)) &gt; 0
+  and string-length(normalize-space(.)) &lt; 4 and translate(normalize-space(.), '0123456789', '') = ''">
+  <xsl:attribute name="{{local-name()}}"><xsl:value-of select="normalize-space(.)"/></xsl:attribute></xsl:if></xsl:for-each></xsl:template>
+</xsl:stylesheet>"""
+_TRANSFORM = None
+
+
+def _transform():
+    global _TRANSFORM
+    if _TRANSFORM is None:
+        from lxml import etree
+
+        _TRANSFORM = etree.XSLT(etree.XML(_XSLT))
+    return _TRANSFORM
+
+
+def visible(fragment: str) -> str:
+    """The text of a piece of HTML source: tags dropped (as spaces), entities decoded."""
+    return _html.unescape(_TAG.sub(" ", fragment))
+
+
+class SourceDoc:
+    """An HTML document read for quoting without walking it in Python: occurrences are found in the
+    source (in text, not in markup, scripts, styles or ``<head>``), prefix/suffix compared with the
+    visible text (or the source) around them, and the page rendered inert by one XSLT pass with the
+    occurrences spliced in as marks. :func:`find` answers None when the quote is not within one text
+    run of the source (it crosses markup, or uses an entity); the caller then uses :func:`build`."""
+
+    kind = "html"
+
+    def __init__(self, source: str):
+        self.source = source
+        self._starts: list[int] | None = None
+        self._ends: list[int] = []
+        self._lower: str | None = None
+        self._cells: dict[int, dict | None] = {}
+        self.shown_text: str | None = None
+
+    def _spans(self) -> None:
+        if self._starts is None:
+            starts, ends = [], []
+            for m in _MARKUP.finditer(self.source):
+                starts.append(m.start())
+                ends.append(m.end())
+            self._starts, self._ends = starts, ends
+
+    def _in_text_here(self, a: int, b: int) -> bool:
+        """One occurrence, looked at where it is: between tags, and not in a script, style, comment or
+        ``<head>`` (the nearest opening of each is nearer than its closing)."""
+        src = self.source
+        if src.rfind("<", 0, a) > src.rfind(">", 0, a) or src.find("<", a, b) >= 0:
+            return False
+        if self._lower is None:
+            self._lower = src.lower()
+        low = self._lower
+        if low.rfind("<!--", 0, a) > low.rfind("-->", 0, a):
+            return False
+        for name in ("script", "style", "head", "title", "textarea", "noscript", "template", "svg", "math",
+                     "object"):
+            opened = low.rfind("<" + name, 0, a)
+            if opened >= 0 and opened > low.rfind("</" + name, 0, a):
+                nxt = low[opened + 1 + len(name):opened + 2 + len(name)]
+                if not nxt or not (nxt.isalnum() or nxt in "-_"):
+                    return False
+        return True
+
+    def _in_text(self, a: int, b: int) -> bool:
+        self._spans()
+        i = bisect_right(self._starts, a) - 1
+        if i >= 0 and self._ends[i] > a:
+            return False
+        return i + 1 >= len(self._starts) or self._starts[i + 1] >= b
+
+    def occurrences(self, exact: str) -> list[Occurrence]:
+        rx = pattern(exact)
+        if rx is None:
+            return []
+        return [Occurrence(m.start(), m.end(), "text", m.start(), m.end()) for m in rx.finditer(self.source)
+                if self._in_text(m.start(), m.end())]
+
+    def _context_ok(self, occ: Occurrence, prefix: str | None, suffix: str | None) -> bool:
+        pre, suf = squeeze(prefix), squeeze(suffix)
+        if not pre and not suf:
+            return True
+        a, b, src = occ.start, occ.end, self.source
+        wa, wb = 4 * len(pre) + 256, 4 * len(suf) + 256
+        raw_before, raw_after = src[max(0, a - wa):a], src[b:b + wb]
+        if (not pre or squeeze(raw_before).endswith(pre)) and (not suf or squeeze(raw_after).startswith(suf)):
+            return True
+        return (not pre or squeeze(visible(raw_before)).endswith(pre)) and \
+            (not suf or squeeze(visible(raw_after)).startswith(suf))
+
+    def find(self, exact: str, prefix: str | None = None, suffix: str | None = None,
+             pos: int | None = None) -> tuple[list[Occurrence], int] | None:
+        rx = pattern(exact)
+        if rx is None:
+            return None
+        if pos is not None:
+            m = rx.match(self.source, pos) if 0 <= pos <= len(self.source) else None
+            if m is None or not self._in_text_here(m.start(), m.end()):
+                return None  # not a text occurrence at pos: the full reader decides (markup, or nothing)
+            occ = Occurrence(m.start(), m.end(), "text", m.start(), m.end())
+            return ([occ] if self._context_ok(occ, prefix, suffix) else []), -1   # counted by render()
+        found = self.occurrences(exact)
+        if not found:
+            return None
+        return [o for o in found if self._context_ok(o, prefix, suffix)], len(found)
+
+    def count(self, exact: str) -> int:
+        rx = pattern(exact)
+        return sum(1 for m in rx.finditer(self.source) if self._in_text(m.start(), m.end())) if rx else 0
+
+    def matched(self, occ: Occurrence) -> str:
+        return self.source[occ.start:occ.end]
+
+    def context(self, occ: Occurrence, width: int = 32) -> tuple[str, str]:
+        before = " ".join(visible(self.source[max(0, occ.start - 8 * width - 256):occ.start]).split())
+        after = " ".join(visible(self.source[occ.end:occ.end + 8 * width + 256]).split())
+        return before[-width:], after[:width]
+
+    def around(self, occ: Occurrence, width: int = 200) -> tuple[str, str]:
+        return self.context(occ, width)
+
+    def render(self, marks: list[Occurrence], *, excerpt: bool = False) -> str:
+        """Inert HTML of the page with the occurrences in ``<mark>``. ``excerpt``: only the part around
+        the (first) mark: in a table, its header and ``ROWS`` rows either side (the rows left out are
+        counted), under the nearest heading; elsewhere the block holding it and its neighbours."""
+        from lxml import etree
+        import lxml.html
+
+        src = self.source
+        pieces, cur = [], 0
+        for n, m in sorted(((n, m) for n, m in enumerate(marks, 1)), key=lambda t: t[1].start):
+            pieces += [src[cur:m.start], f'<{SENTINEL} n="{n}">', src[m.start:m.end], f"</{SENTINEL}>"]
+            cur = m.end
+        pieces.append(src[cur:])
+        try:
+            root = lxml.html.document_fromstring("".join(pieces))
+        except ValueError:
+            root = lxml.html.document_fromstring("".join(pieces).encode("utf-8"))
+        self._cells = {}
+        first = None
+        for el in root.iter(SENTINEL):
+            n = int(el.get("n"))
+            self._cells[n] = _cell(el)
+            first = el if n == 1 else first
+            for tags in (CELLS, {"tr"}):
+                up = _up(el, tags)
+                if up is not None:
+                    up.set("data-caveat-hot", "1")
+        self.excerpted = False
+        if excerpt and first is not None:
+            part = _excerpt(first)
+            if part is not None:
+                root, self.excerpted = part, True
+        result = _transform()(etree.ElementTree(root))
+        self.shown_text = None if self.excerpted else result.xpath("string(/)")
+        return str(result).strip()
+
+    def total(self, exact: str) -> int:
+        """Occurrences of ``exact`` in the text of the page as last rendered (scripts and styles gone)."""
+        rx = pattern(exact)
+        if rx is None or self.shown_text is None:
+            return self.count(exact)
+        return len(rx.findall(self.shown_text))
+
+    def cell(self, n: int) -> dict | None:
+        """Row and column of mark ``n`` (1-based) of the last :func:`render`."""
+        return self._cells.get(n)
+
+
+def _cell(mark) -> dict | None:
+    cell = _up(mark, CELLS)
+    row = _up(cell, {"tr"}) if cell is not None else None
+    table = _up(row, {"table"}) if row is not None else None
+    if table is None:
+        return None
+    rows = table.xpath(".//tr")
+    col = 0
+    for sib in row:
+        if sib is cell:
+            break
+        if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
+            col += _span(sib)
+    header = None
+    for r in rows[:20]:
+        cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+        if cells and r is not row and all(c.tag.lower() == "th" for c in cells):
+            header = _cell_at(cells, col)
+            break
+    label_cells = [c for c in row if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+    return {"row": rows.index(row) + 1, "column": col + 1,
+            "header": _clean(header.text_content()) if header is not None else None,
+            "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
+
+
+ROWS = 20          # rows shown either side of the quoted one in an excerpt
+NEIGHBOURS = 4     # blocks shown either side of the quoted block
+_HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
+_BLOCKISH = {"p", "li", "pre", "blockquote", "dd", "dt", "h1", "h2", "h3", "h4", "h5", "h6", "div", "section",
+             "article", "figure", "tr", "ul", "ol", "dl", "table"}
+
+
+def _excerpt(mark):
+    """A small tree around ``mark``: the table (caption, header rows, ROWS rows either side, the rest
+    counted) or the block and its neighbours, under the nearest preceding heading."""
+    import copy
+
+    from lxml import etree
+
+    box = etree.Element("caveat-excerpt")
+    table = _up(_up(mark, {"tr"}), {"table"}) if _up(mark, {"tr"}) is not None else None
+    anchor = table if table is not None else _block_of(mark)
+    if anchor is None:
+        return None
+    heading = anchor.xpath("preceding::*[self::h1 or self::h2 or self::h3 or self::h4 or self::h5 or self::h6][1]")
+    if heading and not _contains(anchor, heading[0]):
+        box.append(copy.deepcopy(heading[0]))
+        box[-1].tail = None
+    if table is not None:
+        row = _up(mark, {"tr"})
+        rows = table.xpath(".//tr")
+        i = rows.index(row)
+        head = []
+        for r in rows[:3]:
+            cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+            if cells and all(c.tag.lower() == "th" for c in cells):
+                head.append(r)
+            else:
+                break
+        width = max((sum(_span(c) for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS) for r in rows[i:i + 1]),
+                    default=1)
+        new = etree.SubElement(box, "table")
+        cap = table.find("caption")
+        if cap is not None:
+            new.append(copy.deepcopy(cap))
+        for r in head:
+            new.append(copy.deepcopy(r))
+        lo, hi = max(len(head), i - ROWS), min(len(rows), i + ROWS + 1)
+        if lo > len(head):
+            om = etree.SubElement(new, "caveat-omitted", span=str(width))
+            om.text = f"... {lo - len(head):,} row(s) above not shown"
+        for r in rows[lo:hi]:
+            new.append(copy.deepcopy(r))
+            new[-1].tail = None
+        if hi < len(rows):
+            om = etree.SubElement(new, "caveat-omitted", span=str(width))
+            om.text = f"... {len(rows) - hi:,} row(s) below not shown"
+        return box
+    parent = anchor.getparent()
+    sibs = [anchor] if parent is None else [c for c in parent if isinstance(c.tag, str)]
+    i = sibs.index(anchor)
+    lo, hi = max(0, i - NEIGHBOURS), min(len(sibs), i + NEIGHBOURS + 1)
+    if lo > 0:
+        etree.SubElement(box, "caveat-note").text = f"... {lo:,} block(s) above not shown"
+    for el in sibs[lo:hi]:
+        box.append(copy.deepcopy(el))
+        box[-1].tail = None
+    if hi < len(sibs):
+        etree.SubElement(box, "caveat-note").text = f"... {len(sibs) - hi:,} block(s) below not shown"
+    return box
+
+
+def _block_of(mark):
+    el = mark.getparent()
+    while el is not None and isinstance(el.tag, str) and el.tag.lower() not in _BLOCKISH:
+        if el.tag.lower() in ("body", "html"):
+            return None
+        el = el.getparent()
+    return el if el is not None and isinstance(el.tag, str) and el.tag.lower() not in ("body", "html") else None
+
+
+def _contains(outer, inner) -> bool:
+    el = inner
+    while el is not None:
+        if el is outer:
+            return True
+        el = el.getparent()
+    return False
+
+
+def locate(source: str, kind: str, exact: str, prefix: str | None = None, suffix: str | None = None,
+           pos: int | None = None):
+    """(document, occurrences the selector keeps, occurrences of the quote alone or None when not
+    counted). HTML is first searched in its source (:class:`SourceDoc`, fast); when the quote is not
+    within one text run there (it crosses markup, uses an entity) or the selector keeps nothing, the
+    whole document is read (:func:`build`), which also falls back to the source's markup."""
+    if kind == "html":
+        fast = SourceDoc(source)
+        res = fast.find(exact, prefix, suffix, pos)
+        if res is not None and res[0]:
+            kept, total = res
+            return fast, kept, (None if total < 0 else total)
+    doc = build(source, kind)
+    kept, total = doc.find(exact, prefix, suffix, pos)
+    return doc, kept, total

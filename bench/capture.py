@@ -10,6 +10,11 @@ with the same payloads and headers to one file, then fsync - writing only, no fe
     .venv/bin/python bench/capture.py --pages 200
     .venv/bin/python bench/capture.py --processes 0   # fetch in threads instead
     .venv/bin/python bench/capture.py --postgres postgresql+psycopg2://postgres@127.0.0.1:5432/test
+    .venv/bin/python bench/capture.py --compare-log   # what the tamper-evident log costs (goal <= 5%)
+
+``--compare-log`` runs ours alternately with the tamper-evident log (the default: every record
+re-read, hashed and appended, a tree head signed per batch) and without it (the append replaced by a
+no-op), ``--rounds`` times each, and prints the best rate of each and the difference.
 """
 
 from __future__ import annotations
@@ -125,6 +130,9 @@ def main() -> None:
     ap.add_argument("--postgres", metavar="URL", default=None,
                     help="index in a fresh, temporary database on this PostgreSQL server instead of SQLite "
                     "(e.g. postgresql+psycopg2://postgres@127.0.0.1:5432/test)")
+    ap.add_argument("--compare-log", action="store_true",
+                    help="also run ours without the tamper-evident log and print what appending to it costs")
+    ap.add_argument("--rounds", type=int, default=3, help="with --compare-log: runs of each, alternating")
     ap.add_argument("--compare-synchronous", action="store_true",
                     help="also run ours with SQLite synchronous=NORMAL and print what FULL (the default) costs")
     args = ap.parse_args()
@@ -140,6 +148,24 @@ def main() -> None:
             ours_rate, ours_size = run_ours(urls, Path(tmp), args.workers, args.processes, database_url)
             peer_rate, peer_size = run_peer(pages, urls[5:], Path(tmp))
             normal_rate = None
+            log_rates: dict[str, list[float]] = {"with log": [], "without log": []}
+            if args.compare_log:
+                import shutil
+
+                import app.services.capture as capture_service
+
+                real = capture_service.append_written
+                for _ in range(args.rounds):
+                    for label in ("without log", "with log"):
+                        shutil.rmtree(Path(tmp) / "ours", ignore_errors=True)
+                        capture_service.append_written = real if label == "with log" else (lambda *a, **k: None)
+                        try:
+                            with temporary_database(args.postgres) as url2:
+                                rate, _ = run_ours(urls, Path(tmp), args.workers, args.processes, url2)
+                        finally:
+                            capture_service.append_written = real
+                        log_rates[label].append(rate)
+                        print(f"  {label}: {rate:.1f} records/s", flush=True)
             if args.compare_synchronous and not database_url:
                 import shutil
 
@@ -157,6 +183,10 @@ def main() -> None:
     print(f"peer (warcio default, write):   {peer_rate:8.1f} records/s  {peer_size / 1e6:8.2f} MB")
     print(f"speed ratio: {ours_rate / peer_rate:.2f}x (goal >= 4x)   size ratio: {ours_size / peer_size:.3f} "
           "(goal <= 1.10)")
+    if args.compare_log:
+        on, off = max(log_rates["with log"]), max(log_rates["without log"])
+        print(f"tamper-evident log: with {on:.1f} vs without {off:.1f} records/s, best of {args.rounds} each "
+              f"(the log costs {100 * (1 - on / off):.1f}% of capture throughput; goal <= 5%)")
     if normal_rate:
         print(f"SQLite synchronous=FULL (default) vs NORMAL: {ours_rate:.1f} vs {normal_rate:.1f} records/s "
               f"(FULL costs {100 * (1 - ours_rate / normal_rate):.1f}%)")

@@ -8,6 +8,13 @@ drives each from a second process: sequentially (1 client) and with ``--clients`
 set against pywb's rewritten replay (``mp_``), the nearest thing pywb serves.
 
     .venv/bin/python bench/replay.py [--records 10000] [--size 102400] [--requests 2000] [--workers 2]
+
+``--kind table`` builds leaderboard pages instead (one ``<table>`` of rows, ``--size`` bytes each,
+every row's draft width a bare ``8`` beside an ``8k context``) and measures the citation page with
+exact highlighting: ``/c/{id}?q=8&prefix=...&suffix=...&pos=...`` pinning the ``8`` of one row in the
+middle, the page rendered in its own structure (issue 13; goal p50 <= 20 ms at 125 KB on SQLite):
+
+    .venv/bin/python bench/replay.py --kind table --records 500 --size 128000 --requests 1000
 """
 
 from __future__ import annotations
@@ -109,7 +116,28 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def build(work: Path, records: int, size: int) -> tuple[list[tuple[str, str, str]], Path]:
+def table_page(i: int, size: int) -> tuple[bytes, dict]:
+    """A leaderboard page of about ``size`` bytes and the parser-style selector of one row's draft width."""
+    from urllib.parse import urlencode
+
+    head = f"<html><head><title>Board {i}</title></head><body><h1>Decode speed {i}</h1><table>" \
+           "<tr><th>Model</th><th>Hardware</th><th>tok/s</th><th>Context</th><th>Draft</th></tr>"
+    rows, n = [], len(head) + 30
+    j = 0
+    while n < size:
+        row = (f"<tr><td>model-{i}-{j} Q4_K_M</td><td>RTX 5090</td><td>{100 + j % 900}.{j % 10}</td>"
+               f"<td>8k context</td><td>8</td></tr>")
+        rows.append(row)
+        n += len(row)
+        j += 1
+    text = head + "".join(rows) + "</table></body></html>"
+    mid = head + "".join(rows[:len(rows) // 2])
+    pos = len(mid) + rows[len(rows) // 2].rindex("<td>8</td>") + 4
+    qs = urlencode({"q": "8", "prefix": text[pos - 32:pos], "suffix": text[pos + 1:pos + 33], "pos": pos})
+    return text.encode(), {"qs": qs}
+
+
+def build(work: Path, records: int, size: int, kind: str = "text") -> tuple[list[tuple[str, str, str, str]], Path]:
     from sqlalchemy import insert
 
     from app.config import Settings
@@ -137,9 +165,14 @@ def build(work: Path, records: int, size: int) -> tuple[list[tuple[str, str, str
         for i in range(records):
             url = f"http://bench.test/board/{i}"
             ts = f"2026{1 + i % 12:02d}{1 + i % 28:02d}{i % 24:02d}{i % 60:02d}{(i // 60) % 60:02d}{i % 1000:03d}"
-            start = (i * 7919) % (len(base) - size)
-            body = f"<html><head><title>Board {i}</title></head><body><p>record {i}</p>".encode()
-            body = body + base[start:start + size - len(body) - 14] + b"</body></html>"
+            qs = ""
+            if kind == "table":
+                body, sel = table_page(i, size)
+                qs = sel["qs"]
+            else:
+                start = (i * 7919) % (len(base) - size)
+                body = f"<html><head><title>Board {i}</title></head><body><p>record {i}</p>".encode()
+                body = body + base[start:start + size - len(body) - 14] + b"</body></html>"
             sha = hashlib.sha256(body).digest()
             head = (f"HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {len(body)}"
                     "\r\n\r\n").encode()
@@ -152,10 +185,10 @@ def build(work: Path, records: int, size: int) -> tuple[list[tuple[str, str, str
                              status=200, mime="text/html", record_type="response", warc_file=warc.name,
                              offset=rec.offset, length=rec.length, record_id=rec.record_id,
                              payload_digest=digests.label(sha), block_digest=rec.block_digest, sha256=sha.hex(),
-                             payload_length=len(body), origin="capture", fixity="unchecked"))
+                             payload_length=len(body), origin="capture", fixity="unchecked", access="public"))
             cdx.append(CdxjRow(urlkey=surt(url), timestamp=ts14(ts), url=url, mime="text/html", status=200,
                                digest=digests.label(sha), length=rec.length, offset=rec.offset, filename=warc.name))
-            out.append((url, ts, cid))
+            out.append((url, ts, cid, qs))
     with db.engine.begin() as conn:
         for k in range(0, len(rows), 1000):
             conn.execute(insert(Snapshot), rows[k:k + 1000])
@@ -191,6 +224,8 @@ def main() -> None:
     ap.add_argument("--requests", type=int, default=2000, help="requests per measurement")
     ap.add_argument("--clients", type=int, default=8)
     ap.add_argument("--workers", type=int, default=2, help="caveat serve --workers")
+    ap.add_argument("--kind", choices=("text", "table"), default="text",
+                    help="table: leaderboard pages, and the citation page with exact highlighting measured")
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="keepalive", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -201,7 +236,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="caveat-bench-") as tmp:
         work = Path(tmp)
         t0 = time.perf_counter()
-        recs, warc = build(work, args.records, args.size)
+        recs, warc = build(work, args.records, args.size, args.kind)
         print(f"built {len(recs):,} records of {args.size:,} bytes in {time.perf_counter() - t0:.1f} s "
               f"({warc.stat().st_size / 1e6:.0f} MB .warc.gz)")
         cport, pport = free_port(), free_port()
@@ -215,15 +250,20 @@ def main() -> None:
             wait_up(f"http://127.0.0.1:{cport}/api/health", caveat, "caveat serve")
             wait_up(f"http://127.0.0.1:{pport}/", pywb, "pywb")
             files = {}
-            for name, fmt in {
+            targets = {
                 "caveat id_": "http://127.0.0.1:{c}/web/{ts}id_/{url}",
                 "pywb id_": "http://127.0.0.1:{p}/coll/{ts14}id_/{url}",
                 "caveat citation page": "http://127.0.0.1:{c}/c/{cid}",
                 "pywb rewritten (mp_)": "http://127.0.0.1:{p}/coll/{ts14}mp_/{url}",
-            }.items():
+            }
+            if args.kind == "table":
+                targets = {"caveat exact quote": "http://127.0.0.1:{c}/c/{cid}?{qs}",
+                           "caveat citation page": targets["caveat citation page"],
+                           "pywb rewritten (mp_)": targets["pywb rewritten (mp_)"]}
+            for name, fmt in targets.items():
                 path = work / (name.replace(" ", "_").replace("(", "").replace(")", "") + ".txt")
-                path.write_text("\n".join(fmt.format(c=cport, p=pport, ts=ts, ts14=ts[:14], url=url, cid=cid)
-                                          for url, ts, cid in recs))
+                path.write_text("\n".join(fmt.format(c=cport, p=pport, ts=ts, ts14=ts[:14], url=url, cid=cid, qs=qs)
+                                          for url, ts, cid, qs in recs))
                 files[name] = path
             results = {}
             for name, path in files.items():
@@ -243,7 +283,10 @@ def main() -> None:
         print("| what | clients | Caveat p50 ms | pywb p50 ms | Caveat req/s | pywb req/s | p50 ratio (pywb/Caveat) "
               "| throughput ratio (Caveat/pywb) |")
         print("| --- | --- | --- | --- | --- | --- | --- | --- |")
-        for ours, theirs in (("caveat id_", "pywb id_"), ("caveat citation page", "pywb rewritten (mp_)")):
+        pairs = (("caveat id_", "pywb id_"), ("caveat citation page", "pywb rewritten (mp_)"))
+        if args.kind == "table":
+            pairs = (("caveat exact quote", "pywb rewritten (mp_)"), ("caveat citation page", "pywb rewritten (mp_)"))
+        for ours, theirs in pairs:
             for clients in (1, args.clients):
                 a, b = results[(ours, clients)], results[(theirs, clients)]
                 print(f"| {ours} vs {theirs} | {clients} | {a['p50_ms']:.2f} | {b['p50_ms']:.2f} | {a['rps']:.0f} | "

@@ -182,3 +182,39 @@ def test_links_are_built_when_served_from_base_url_or_the_request_origin(setting
             flags = flags_for_entries(session, [entry_id], evidence=True, settings=s)[entry_id]
         assert flags and all(f["citation"].startswith((base or s.base_url) + "/c/") for f in flags)
         application.state.db.dispose()
+
+
+def test_a_pinned_quote_on_a_long_page_shows_the_part_around_it_and_the_whole_page_on_request(app, server, client):
+    rows = "".join(f"<tr><td>model-{j}</td><td>{100 + j}.5</td><td>8</td></tr>" for j in range(300))
+    page = f"<html><body><h2>Decode</h2><table><tr><th>Model</th><th>tok/s</th><th>Draft</th></tr>{rows}</table></body></html>"
+    url = server.route("/long", page)
+    snap = capture_urls(app.state.db, [url])[0].snapshot
+    at = page.index("<td>model-150</td>")
+    pos = page.index("<td>8</td>", at) + 4
+    r = client.get(f"/c/{snap.citation_id}", params={"q": "8", "pos": pos})
+    soup = BeautifulSoup(r.text, "html.parser")
+    row = soup.select_one("tr.quote-row")
+    assert [td.get_text() for td in row.find_all("td")] == ["model-150", "250.5", "8"]
+    assert soup.select_one(".page-text h2").get_text() == "Decode"           # under its heading
+    assert soup.select_one(".page-text tr th").get_text() == "Model"         # the header row kept
+    omitted = [x.get_text() for x in soup.select(".page-text tr.omitted")]
+    assert omitted == ["... 130 row(s) above not shown", "... 129 row(s) below not shown"]
+    assert len(soup.select(".page-text tr")) == 1 + 2 + 41
+    assert "row 152" in soup.select_one(".quote-cell-name").get_text()     # counted in the whole table
+    whole = soup.select_one("a.whole-page")["href"]
+    full = BeautifulSoup(client.get(whole).text, "html.parser")
+    assert len(full.select(".page-text tr")) == 301 and len(full.select(".page-text mark")) == 1
+    assert full.select_one("tr.quote-row td").get_text() == "model-150"
+
+
+def test_quotes_across_markup_and_entities_still_match_and_script_text_never_does(app, server, client):
+    page = ("<html><head><script>var x = 'hidden 999 tok/s';</script></head><body>"
+            "<p>Steady <b>373</b> tok/s &amp; more</p><script>document.write('hidden 999 tok/s')</script></body></html>")
+    url = server.route("/mixed", page)
+    snap = capture_urls(app.state.db, [url])[0].snapshot
+    j = client.get(f"/c/{snap.citation_id}.json", params={"q": "Steady 373 tok/s & more"}).json()
+    assert j["matched_in"] == "text" and "373" in j["matched"]
+    soup = BeautifulSoup(j["html"], "html.parser")
+    assert soup.find("script") is None and "hidden 999" not in soup.get_text()
+    hidden = client.get(f"/c/{snap.citation_id}.json", params={"q": "hidden 999 tok/s"}).json()
+    assert hidden["matched_in"] == "source"    # only in a script: found in the source, never shown as page text

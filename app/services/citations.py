@@ -238,13 +238,13 @@ def _fixity_message(snap: Snapshot, stored: StoredResponse) -> str:
             f"archived ({stored.fixity_detail}). Do not rely on this copy; restore {snap.warc_file} from a backup.")
 
 
-def document(stored: StoredResponse) -> quoteview.Document:
-    """The archived body read for quoting: decoded by its charset (the text the parsers' selector
-    offsets refer to), HTML read into its structure."""
+def document_source(stored: StoredResponse) -> tuple[str, str]:
+    """(decoded body, kind) of a stored response: decoded by its charset (the text the parsers'
+    selector offsets refer to); kind ``html`` or ``plain``."""
     ctype = stored.content_type or stored.mime
     source = textquote.decode(stored.body, textquote.charset_of(ctype))
     kind = textquote.text_kind(ctype, stored.body)
-    return quoteview.build(source, "html" if kind == "html" else "plain")
+    return source, "html" if kind == "html" else "plain"
 
 
 def parse_pos(pos: str | int | None) -> int | None:
@@ -283,8 +283,8 @@ def find_in_snapshot(session: Session, settings: Settings, snap: Snapshot, q: st
         raise FixityError(f"Snapshot {snap.citation_id} failed its fixity check, so no quote in it can be "
                           f"certified: {stored.fixity_detail}. Restore {snap.warc_file} from a backup.",
                           citation_id=snap.citation_id, fixity="failed")
-    doc = document(stored)
-    kept, total = doc.find(q, prefix, suffix, pos)
+    source, kind = document_source(stored)
+    doc, kept, total = quoteview.locate(source, kind, q, prefix, suffix, pos)
     if not kept:
         alone = ("the quote alone occurs nowhere in it" if not total else
                  f"the quote alone occurs {total} time{'s' if total != 1 else ''}, but none with that selector")
@@ -302,25 +302,22 @@ def _short(text: str, n: int = 80) -> str:
     return text if len(text) <= n else text[:n] + "..."
 
 
-def _pin(doc: quoteview.Document, occ: quoteview.Occurrence) -> tuple[str, str, int | None]:
+def _pin(doc, occ: quoteview.Occurrence) -> tuple[str, str, int | None]:
     """(prefix, suffix, pos) naming exactly this occurrence."""
-    hay = doc.text if occ.where == "text" else doc.source
-    prefix, suffix = textquote.context_of(hay, occ.start, occ.end)
-    return " ".join(prefix.split()), " ".join(suffix.split()), occ.source_start
+    prefix, suffix = doc.context(occ)
+    return prefix, suffix, occ.source_start
 
 
-def _match_json(settings: Settings, snap: Snapshot, doc: quoteview.Document, q: str, n: int,
-                occ: quoteview.Occurrence) -> dict:
-    hay = doc.text if occ.where == "text" else doc.source
+def _match_json(settings: Settings, snap: Snapshot, doc, q: str, n: int, occ: quoteview.Occurrence) -> dict:
     prefix, suffix, pos = _pin(doc, occ)
-    return {"n": n, "matched": hay[occ.start:occ.end], "matched_in": occ.where, "start": occ.start, "end": occ.end,
-            "source_start": occ.source_start, "source_end": occ.source_end, "cell": doc.cell_of(occ),
+    return {"n": n, "matched": doc.matched(occ), "matched_in": occ.where, "start": occ.start, "end": occ.end,
+            "source_start": occ.source_start, "source_end": occ.source_end, "cell": doc.cell(n),
             "prefix": prefix, "suffix": suffix,
             "quote_url": quote_url(settings, snap.citation_id, q, prefix or None, suffix or None, pos)}
 
 
 def quote_view(session: Session, settings: Settings, citation_id: str, q: str, prefix: str | None = None,
-               suffix: str | None = None, pos: str | int | None = None) -> dict:
+               suffix: str | None = None, pos: str | int | None = None, *, whole: bool = False) -> dict:
     """The highlighted view (the page in its own structure, HTML) and its JSON twin. When the quote
     occurs more than once and nothing selects one, every occurrence is shown and counted."""
     snap = lookup(session, citation_id)
@@ -330,18 +327,19 @@ def quote_view(session: Session, settings: Settings, citation_id: str, q: str, p
     ambiguous = len(kept) > 1 and not selected
     shown = kept if ambiguous else kept[:1]
     first = shown[0]
-    hay = doc.text if first.where == "text" else doc.source
+    html = doc.render(shown, excerpt=not ambiguous and not whole)   # one occurrence: the part of the page around it
+    before, after = doc.around(first)
     data = snapshot_json(settings, snap)
     data.update({
         "ok": True, "quote": {"exact": q, "prefix": prefix, "suffix": suffix, "pos": where},
-        "matched": hay[first.start:first.end], "matched_in": first.where, "start": first.start, "end": first.end,
-        "source_start": first.source_start, "source_end": first.source_end, "cell": doc.cell_of(first),
+        "matched": doc.matched(first), "matched_in": first.where, "start": first.start, "end": first.end,
+        "source_start": first.source_start, "source_end": first.source_end, "cell": doc.cell(1),
         "occurrences": total, "selected": len(kept), "ambiguous": ambiguous,
+        "excerpt": bool(getattr(doc, "excerpted", False)),
         "matches": [_match_json(settings, snap, doc, q, n, o) for n, o in enumerate(shown, 1)],
         "quote_url": quote_url(settings, snap.citation_id, q, prefix, suffix, where),
-        "before": hay[:first.start], "after": hay[first.end:],
+        "before": before, "after": after, "html": html,
     })
-    data["html"] = doc.render(shown)
     data["raw_href"] = raw_href(settings, snap)
     data["cite"] = cite_box(settings, snap, q, data["matches"][0]["quote_url"])
     return data

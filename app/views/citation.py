@@ -62,7 +62,8 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
     if not withdrawal.visible(snap):
         return tombstone_response(request, session, snap, as_json=as_json, user=user)
     if q is not None:
-        data = citations.quote_view(session, settings, cid, q, prefix, suffix, pos)
+        data = citations.quote_view(session, settings, cid, q, prefix, suffix, pos,
+                                    whole=request.query_params.get("view") == "page")
         template = "citation_quote.html"
     else:
         data = citations.citation(session, settings, cid)
@@ -71,8 +72,12 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
         return JSONResponse(data)
     json_href = f"/c/{cid}.json" + (f"?{request.url.query}" if request.url.query else "")
     csrf = auth.csrf_token(request) if user is not None else None
+    from urllib.parse import urlencode
+
+    whole_query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "view"] + [("view", "page")])
     return _templates(request).TemplateResponse(request, template, {"c": data, "json_href": json_href,
-                                                                    "user": user, "csrf": csrf})
+                                                                    "user": user, "csrf": csrf,
+                                                                    "whole_query": whole_query})
 
 
 @router.post("/c/{typed}/access", include_in_schema=False)
