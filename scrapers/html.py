@@ -151,7 +151,6 @@ def parse_html(body: bytes | str, *, result: ParseResult | None = None) -> Parse
         if cap:     # what the table calls itself ("H200 FP8 Max throughput"): the rules read it
             for e in found:
                 e.fields.setdefault("caption", cap)
-                e.quotes.setdefault("caption", cap)
         result.entries += found
     if not result.entries:
         text = tree.text_content()

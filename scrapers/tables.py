@@ -161,7 +161,7 @@ def read_table(tbl: Table, *, caption: str = "", heading: str = "", warnings: li
     title = " ".join((tbl.title or caption or "").split())[:200]
     if title:        # what the table calls itself ("H200 FP8 Max throughput"): the rules read it
         for d in out:
-            d.builder.put("caption", title, tbl.title or caption)
+            d.builder.put("caption", title, None)
     return out
 
 

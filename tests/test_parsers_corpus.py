@@ -19,7 +19,7 @@ import scrapers
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 UNSCORED = {"label", "headline_label",
-            "page_pin", "rig_clocks", "rig_power"}   # page context carried for the rules, not claims of the entry
+            "page_pin", "rig_clocks", "rig_power", "caption"}   # page context carried for the rules, not claims
 PAGES = sorted(p for p in CORPUS.rglob("*") if p.is_file() and not p.name.endswith(".expected.json"))
 
 
