@@ -508,6 +508,10 @@ class SourceDoc:
         from lxml import etree
         import lxml.html
 
+        if excerpt and len(marks) == 1:
+            fast = self._render_table_slice(marks[0])
+            if fast is not None:
+                return fast
         src = self.source
         pieces, cur = [], 0
         for n, m in sorted(((n, m) for n, m in enumerate(marks, 1)), key=lambda t: t[1].start):
@@ -536,6 +540,89 @@ class SourceDoc:
         result = _transform()(etree.ElementTree(root))
         self.shown_text = None if self.excerpted else result.xpath("string(/)")
         return str(result).strip()
+
+    def _render_table_slice(self, m: Occurrence) -> str | None:
+        """The excerpt of a quote in a table cut out of the source before parsing (a 100,000-row table is
+        not parsed to show 41 rows): the nearest heading, the table's first rows (its header), ROWS rows
+        either side of the quoted one, the rows left out counted. None when the quote is not plainly
+        inside one table (nested tables, unclosed rows): the caller parses the whole page."""
+        from lxml import etree
+        import lxml.html
+
+        src = self.source
+        if self._lower is None:
+            self._lower = src.lower()
+        low = self._lower
+        a, b = m.start, m.end
+        t0 = low.rfind("<table", 0, a)
+        if t0 < 0 or low.find("</table", t0, a) >= 0 or low.find("<table", t0 + 6, a) >= 0:
+            return None
+        t1 = low.find("</table", b)
+        t1 = len(src) if t1 < 0 else t1
+        if low.find("<table", b, t1) >= 0:
+            return None
+        row_rx = _ROW_START
+        own = low.rfind("<tr", t0, a)
+        if own < 0 or not row_rx.match(low, own) or low.find("</tr", own, a) >= 0:
+            return None
+        body0 = low.find(">", t0) + 1
+        starts = [x.start() for x in row_rx.finditer(low, body0, own)]
+        head_rows, rows_before = starts[:3], starts
+        lo = max(0, len(rows_before) - ROWS)
+        window_start = rows_before[lo] if lo < len(rows_before) else own
+        after = [x.start() for x in row_rx.finditer(low, b, t1)]
+        hi = min(len(after), ROWS)
+        window_end = after[hi] if hi < len(after) else t1
+        # the header: the table's first rows up to the first one that is not all <th>
+        head_end = body0
+        n_head = 0
+        for k, r0 in enumerate(head_rows):
+            r1 = head_rows[k + 1] if k + 1 < len(head_rows) else (starts[len(head_rows)] if len(starts) > len(head_rows) else own)
+            chunk = low[r0:r1]
+            if "<th" in chunk and "<td" not in chunk:
+                head_end, n_head = r1, k + 1
+            else:
+                break
+        if window_start < head_end:
+            window_start, lo = head_end, n_head
+        skipped_above = lo - n_head
+        skipped_below = len(after) - hi
+        width = max(1, low.count("<td", own, after[0] if after else t1) + low.count("<th", own, after[0] if after else t1))
+        heading = ""
+        hm = None
+        for hm in _HEADING.finditer(low, max(0, t0 - 20000), t0):
+            pass
+        if hm is not None:
+            heading = src[hm.start():hm.end()]
+        parts = [heading, src[t0:head_end]]
+        if skipped_above > 0:
+            parts.append(f'<caveat-omitted span="{width}">... {skipped_above:,} row(s) above not shown</caveat-omitted>')
+        parts += [src[window_start:a], f'<{SENTINEL} n="1">', src[a:b], f"</{SENTINEL}>", src[b:window_end]]
+        if skipped_below > 0:
+            parts.append(f'<caveat-omitted span="{width}">... {skipped_below:,} row(s) below not shown</caveat-omitted>')
+        parts.append("</table>")
+        try:
+            root = lxml.html.document_fromstring("".join(parts))
+        except (ValueError, etree.ParserError):
+            return None
+        mark = next(root.iter(SENTINEL), None)
+        if mark is None or _up(mark, {"tr"}) is None:
+            return None
+        cell = _cell(mark)
+        if cell is not None:
+            cell["row"] += skipped_above
+        self._cells = {1: cell}
+        for tags in (CELLS, {"tr"}):
+            up = _up(mark, tags)
+            if up is not None:
+                up.set("data-caveat-hot", "1")
+        box = etree.Element("caveat-excerpt")
+        body = root.find("body")
+        for child in list(body if body is not None else root):
+            box.append(child)
+        self.excerpted = True
+        self.shown_text = None
+        return str(_transform()(etree.ElementTree(box))).strip()
 
     def total(self, exact: str) -> int:
         """Occurrences of ``exact`` in the text of the page as last rendered (scripts and styles gone)."""
@@ -575,6 +662,8 @@ def _cell(mark) -> dict | None:
 
 
 ROWS = 20          # rows shown either side of the quoted one in an excerpt
+_ROW_START = re.compile(r"<tr[\s>/]")
+_HEADING = re.compile(r"<h[1-6][^>]*>.*?</h[1-6]\s*>", re.S)
 NEIGHBOURS = 4     # blocks shown either side of the quoted block
 _HEADINGS = ("h1", "h2", "h3", "h4", "h5", "h6")
 _BLOCKISH = {"p", "li", "pre", "blockquote", "dd", "dt", "h1", "h2", "h3", "h4", "h5", "h6", "div", "section",

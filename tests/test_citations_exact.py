@@ -218,3 +218,21 @@ def test_quotes_across_markup_and_entities_still_match_and_script_text_never_doe
     assert soup.find("script") is None and "hidden 999" not in soup.get_text()
     hidden = client.get(f"/c/{snap.citation_id}.json", params={"q": "hidden 999 tok/s"}).json()
     assert hidden["matched_in"] == "source"    # only in a script: found in the source, never shown as page text
+
+
+def test_the_excerpt_keeps_caption_and_header_of_a_sectioned_table_and_nested_tables_still_work(app, server, client):
+    rows = "".join(f"<tr><td>m{j}</td><td>{j}.5</td></tr>" for j in range(100))
+    page = (f"<html><body><h3>Board</h3><table><caption>Single stream</caption><thead><tr><th>Model</th>"
+            f"<th>tok/s</th></tr></thead><tbody>{rows}</tbody></table>"
+            "<table><tr><td><table><tr><td>inner 77.5</td></tr></table></td></tr></table></body></html>")
+    url = server.route("/sectioned", page)
+    snap = capture_urls(app.state.db, [url])[0].snapshot
+    pos = page.index("<td>60.5</td>") + 4
+    j = client.get(f"/c/{snap.citation_id}.json", params={"q": "60.5", "pos": pos}).json()
+    soup = BeautifulSoup(j["html"], "html.parser")
+    assert soup.find("caption").get_text() == "Single stream" and soup.find("th").get_text() == "Model"
+    assert j["cell"] == {"row": 62, "column": 2, "header": "tok/s", "row_label": "m60"}
+    assert soup.select_one("tr.quote-row td").get_text() == "m60" and j["excerpt"]
+    inner = page.index("inner 77.5")
+    k = client.get(f"/c/{snap.citation_id}.json", params={"q": "77.5", "pos": inner + 6}).json()
+    assert k["matched"] == "77.5" and BeautifulSoup(k["html"], "html.parser").select_one("mark#quote")
