@@ -67,7 +67,7 @@ _RULES: list[tuple[re.Pattern, str]] = [(re.compile(p, re.I), f) for p, f in [
     (r"prompt\s*tok|input\s*tok|^isl\b|n\s*prompt|prompt\s*len|prefill\s*len|input\s*(?:seq(?:uence)?\s*)?len|^input$|^in$",
      "prompt_tokens"),
     (r"gen(?:eration)?\s*tok|output\s*tok|^osl\b|n\s*gen|gen\s*len|decode\s*len|output\s*(?:seq(?:uence)?\s*)?len|"
-     r"^output$|^out$|max\s*(?:new\s*)?tokens", "gen_tokens"),
+     r"^output$|^out$|max\s*(?:new\s*)?tokens|tokens\s*per\s*(?:prompt|request|response)", "gen_tokens"),
     (r"context|^ctx|seq(?:uence)?\s*len|max\s*model\s*len|n\s*ctx", "context_length"),
     (r"^prompt|prompt\s*(?:desc|text)|^workload$|^task$", "prompt"),
     (r"^test$|^bench(?:mark)?$", "test"),

@@ -136,7 +136,7 @@ _DTYPE = re.compile(r"(?i)(?<![\w-])((?:nv)?fp[48](?:_[a-z0-9]+)*|e[45]m\d\w*|q[
 def conditions(text: str) -> dict:
     """The run conditions (``CONDITION_FIELDS``) a text states, ``{field: (value, quote)}``."""
     stated = phrases.extract(text, strict=True)
-    return {f: stated[f] for f in CONDITION_FIELDS if f in stated and
+    return {f: stated[f] for f in CONDITION_FIELDS + ("prompt",) if f in stated and
             not (f == "context_length" and isinstance(stated[f][0], int) and stated[f][0] < 256)}
 
 
@@ -207,6 +207,8 @@ class Page:
             codes = [c for c in self._section_code.get(hid, []) if c[2] != blk.start]
             before = sorted((c for c in codes if c[0] < blk.start), key=lambda c: -c[0])
             after = [c for c in codes if c[0] > blk.start] if n == 0 else []
+            if n == 0:      # the words right under a table ("decoding for 256 tokens with a prompt ...")
+                after += [c for c in self._section_text.get(hid, []) if blk.end <= c[0] <= blk.end + 2000][:2]
             out += [(t, (a, b)) for (_p, t, a, b) in before + after]
         return out
 
@@ -399,8 +401,8 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
                 if hit:
                     b.put("kv_cache", hit, hit)
                     break
-    missing = [f for f in CONDITION_FIELDS if f not in e.fields]
-    if missing:
+    missing = [f for f in CONDITION_FIELDS + ("prompt",) if f not in e.fields]
+    if missing and draft.source != "prose":
         for text, span in page.condition_scopes(draft.block):
             stated = conditions(text)
             used = False

@@ -74,7 +74,8 @@ _GEN_TOK = _c(r"(?:--random[-_]output(?:[-_]len)?|--(?:sharegpt|prefix[-_]repeti
               r"\b(?:random_)?output_len)\s*[=:]?\s*(?P<v>\d{1,6})\b"
               r"|(?P<w>\d{1,6})\s*(?:new\s+|generated\s+|output\s+|completion\s+)tokens\b"
               r"|(?P<x>\d{1,6})\s+tokens\s+(?:per|each)\s+(?:prompt|request|response|answer|query)\b"
-              r"|\b(?:output|generat(?:e|es|ing|ed)|decode)\s+(?P<y>\d{1,6})\s*tokens\b")
+              r"|\btokens\s+per\s+(?:prompt|request|response)\s*[:=|]\s*(?P<z>\d{1,6})\b"
+              r"|\b(?:output|generat(?:e|es|ing|ed)|decod(?:e|es|ing))\s+(?:for\s+|of\s+)?(?P<y>\d{1,6})\s*(?:new\s+)?tokens\b")
 _IN_TOK = _c(r"(?:--random[-_]input(?:[-_]len)?|--(?:sharegpt|prefix[-_]repetition|sonnet|fixed)[-_]input[-_]len|--input[-_]len|"
              r"(?<![\w-])-p|\binput\s+(?:length|len|tokens)|\b(?:random_)?input_len)\s*[=:]?\s*"
              r"(?P<v>\d{1,7})\b(?!\s*[\"'])")

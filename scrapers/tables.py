@@ -236,6 +236,10 @@ def _unit_pairs(tbl, H, rows) -> list[Draft]:
     return out
 
 
+# columns whose empty cell under a filled one repeats it (a merged cell): names and lengths, never figures
+_DITTO = ("model", "hardware", "engine", "quantization", "prompt_tokens", "gen_tokens", "context_length", "io_tokens")
+
+
 def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Draft]:
     tps = _tps_columns(H, rows, ctx_unit)
     if not tps:
@@ -264,7 +268,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
             group, group_span = row[0].value, (row[0].start, row[0].end)
             continue
         for k in field_cols:      # an empty model/GPU cell under a filled one repeats it (a merged cell)
-            if cols[k].field in ("model", "hardware", "engine") and k < len(row):
+            if cols[k].field in _DITTO and k < len(row):
                 if row[k].empty and k in ditto:
                     row = row[:k] + [ditto[k]] + row[k + 1:]
                 elif not row[k].empty:

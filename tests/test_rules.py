@@ -405,10 +405,13 @@ def test_rig_conditions_and_page_pins():
 
 
 def test_short_shape_reads_stated_lengths():
-    base = {k: v for k, v in CLEAN.items() if k not in ("gen_tokens", "prompt_tokens", "context_length", "test")}
+    base = {k: v for k, v in CLEAN.items() if k not in ("gen_tokens", "prompt_tokens", "context_length", "test", "prompt")}
     assert "short_shape" in fired(dict(base, prompt_tokens=1024, gen_tokens=1024))     # 2k context
     assert "short_shape" not in fired(dict(base, prompt_tokens=50000, gen_tokens=4000))
     assert "short_shape" in fired(dict(base, tokens_stated=100, seconds_stated=1.822))  # the run's own count
     assert "short_shape" not in fired(dict(base, test="tg 256", gen_tokens=128, prompt_tokens=0))  # the test wins
     assert "short_shape" not in fired(dict(base, phase="prefill", test="pp512", prompt_tokens=512))
     assert "short_shape" in fired(dict(base, phase="prefill", prompt_tokens=969, gen_tokens=300))
+    # a quoted prompt and a generation length put the context at about their sum
+    assert "short_shape" in fired(dict(base, gen_tokens=256, prompt="What is the meaning of life?"))
+    assert "short_shape" not in fired(dict(base, gen_tokens=16384, prompt="What is the meaning of life?"))

@@ -169,6 +169,10 @@ def short_shape(f, q, ctx):
         prompt = float(m.group(1)) if m else num(f.get("prompt_tokens"))
         if prompt:      # (llama-bench's "-p 0" states no context)
             ctx_len, ctx_field = prompt + (gen or 0), ("test" if m else "prompt_tokens")
+    if ctx_len is None and gen is not None and not bench_pp:
+        prompt_text = text(f, "prompt").strip()
+        if 0 < len(prompt_text) <= 2000:     # a quoted prompt and a generation length: the context is about
+            ctx_len, ctx_field = gen + -(-len(prompt_text) // 3), "prompt"   # their sum (3+ characters a token)
     reasons, numbers, quotes = [], {}, []
     if gen is not None and gen <= 128 and (f.get("phase") != "prefill" or gen_field == "test"):
         # (a prefill figure does not depend on how many tokens were generated after it)
