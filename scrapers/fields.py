@@ -46,6 +46,8 @@ FIELDS: dict[str, type | tuple] = {
     "samples": list,            # list[float] of per-run figures
     "n_runs": int,
     "superseded_by": float,     # a later figure the page says replaced this one ("then boosted it to ~57")
+    "tokens_generated": int,    # a benchmark block's total generated tokens ...
+    "tokens_retokenized": int,  # ... and the same output counted again by re-tokenizing its text
     "tokens_stated": float,     # "100 tokens in 1.822 seconds" -> 100
     "seconds_stated": float,    # -> 1.822
     "gen_tokens": int,          # generation length (tg128 -> 128)

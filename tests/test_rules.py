@@ -415,3 +415,10 @@ def test_short_shape_reads_stated_lengths():
     # a quoted prompt and a generation length put the context at about their sum
     assert "short_shape" in fired(dict(base, gen_tokens=256, prompt="What is the meaning of life?"))
     assert "short_shape" not in fired(dict(base, gen_tokens=16384, prompt="What is the meaning of life?"))
+
+
+def test_arithmetic_mismatch_when_the_retokenized_output_disagrees():
+    f = dict(CLEAN, tokens_generated=218257, tokens_retokenized=100838)
+    hit = fired(f)["arithmetic_mismatch"]
+    assert "re-tokenized" in hit.numbers["reasons"][0]
+    assert "arithmetic_mismatch" not in fired(dict(CLEAN, tokens_generated=160347, tokens_retokenized=160192))

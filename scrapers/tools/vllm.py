@@ -104,6 +104,13 @@ def read_text(blk, text):
                 d.builder.entry.extra["peak"] = True
             if per_req:
                 d.builder.put("gen_tokens", per_req[0], per_req[1])
+            retok, gen_all = lines.get("total generated tokens (retokenized)"), lines.get("total generated tokens")
+            if retok and gen_all and phase != "prefill":
+                try:
+                    d.builder.put("tokens_generated", int(float(gen_all.group("v").replace(",", ""))), gen_all.group("v"))
+                    d.builder.put("tokens_retokenized", int(float(retok.group("v").replace(",", ""))), retok.group("v"))
+                except ValueError:
+                    pass
             for sk, (f, mul) in _SPEC.items():
                 if sk in lines and phase == "decode":
                     v = float(lines[sk].group("v").replace(",", ""))
