@@ -85,6 +85,12 @@ def test_measured_answer_names_its_measurement(client, db):
     assert {"label": "measurement", "value": 352.4, "citation": ref["citation"]} in body["citations"]
     got = client.get(f"/api/measurements/{m['id']}")
     assert got.status_code == 200 and got.json()["measurement"]["tps"] == 352.4
+    entries = client.get("/api/entries", params={"recipe_id": rid}).json()["entries"]
+    measured = [e for e in entries if e["basis"] == "measured"]
+    assert measured and all(e["measurement"]["id"] == m["id"] for e in measured)
+    assert all(e["measurement"] is None for e in entries if e["basis"] != "measured")
+    detail = client.get(f"/api/entries/{measured[0]['id']}").json()
+    assert detail["measurement"]["citation"] == ref["citation"]
     missing = client.get("/api/measurements/999999")
     assert missing.status_code == 404 and missing.json()["ok"] is False
 

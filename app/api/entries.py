@@ -7,6 +7,7 @@ from app.api.convention import ok, page
 from app.api.schemas import ERRORS, EntryDetail, EntryList
 from app.main import get_session
 from app.services.entries import MAX_LIMIT, get_entry, list_entries
+from app.services.measurements import used_by_recipes
 
 router = APIRouter(tags=["entries"])
 
@@ -28,10 +29,20 @@ def entries(
     found = list_entries(session, request.app.state.settings, source=source, model=model, recipe_id=recipe_id,
                          flagged=flagged, severity=severity, rule=rule, include_gone=include_gone,
                          limit=limit, offset=offset)
-    return page(request, "entries", found["entries"], total=found["total"], limit=limit, offset=offset)
+    items = with_measurements(session, request, found["entries"])
+    return page(request, "entries", items, total=found["total"], limit=limit, offset=offset)
 
 
 @router.get("/api/entries/{entry_id}", response_model=EntryDetail, responses=ERRORS,
             summary="One entry with its fields, provenance and history")
 def entry(entry_id: int, request: Request, session: Session = Depends(get_session)) -> dict:
-    return ok(get_entry(session, request.app.state.settings, entry_id))
+    return ok(with_measurements(session, request, [get_entry(session, request.app.state.settings, entry_id)])[0])
+
+
+def with_measurements(session: Session, request: Request, items: list[dict]) -> list[dict]:
+    """Each entry with ``measurement``: the one its working number rests on when the basis is
+    ``measured``, else null."""
+    measured = [e["recipe_id"] for e in items if e.get("basis") == "measured"]
+    refs = used_by_recipes(session, request.app.state.settings, measured) if measured else {}
+    return [{**e, "measurement": refs.get(e["recipe_id"]) if e.get("basis") == "measured" else None}
+            for e in items]

@@ -131,6 +131,7 @@ class EntryBody(Open):
     citation: str | None = None
     working_tps: float | None = None
     basis: str | None = None
+    measurement: MeasurementRef | None = Field(None, description="With basis measured: the measurement it rests on.")
     flags: list[EntryFlag]
     gone: bool
 

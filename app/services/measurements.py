@@ -100,3 +100,21 @@ def remove(session: Session, settings: Settings, measurement_id: int) -> dict:
     session.flush()
     audit_recipes(session, settings, [gone["recipe_id"]])
     return gone
+
+
+def used_by_recipes(session: Session, settings: Settings, recipe_ids) -> dict[str, dict]:
+    """For each recipe, the measurement its ``measured`` basis rests on (its lowest one that counts),
+    as the reference an answer carries: ``{id, tps, measured_at, n_runs, method, citation}``."""
+    from app.services.quotable import measurement_url, utc_iso
+
+    ids = sorted({r for r in recipe_ids if r})
+    out: dict[str, dict] = {}
+    for part in [ids[i:i + 500] for i in range(0, len(ids), 500)]:
+        q = (select(Measurement).where(Measurement.recipe_id.in_(part), Measurement.non_repeating_prompts.is_(True),
+                                       Measurement.output_checked.is_(True))
+             .order_by(Measurement.recipe_id, Measurement.tps, Measurement.id))
+        for m in session.scalars(q):
+            out.setdefault(m.recipe_id, {"id": m.id, "tps": m.tps, "measured_at": utc_iso(m.measured_at),
+                                         "n_runs": m.n_runs, "method": m.method,
+                                         "citation": measurement_url(settings, m.id)})
+    return out
