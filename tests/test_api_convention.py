@@ -236,3 +236,20 @@ def test_every_integer_path_id_refuses_a_word_with_the_error_shape(client):
             r = client.request(method.upper(), target, json={})
             assert r.status_code in (400, 401), (method, path, r.status_code)
             assert r.json()["ok"] is False and r.json()["error"], (method, path)
+
+
+def test_audit_log_twin_pages_with_offset_and_a_next_that_ends(client, app, seeded):
+    ids, _ = seeded
+    db = app.state.db
+    with db.session() as s:
+        user = auth.get_user(s, "rita")
+        for n in range(51):  # 52 decisions with the seeded one: two pages of 50
+            decisions.decide(s, user, int(ids["flag_id"]), "confirm" if n % 2 else "dismiss", f"look {n}",
+                             settings=db.settings)
+    first = client.get("/audit-log.json").json()
+    assert (first["ok"], first["count"], first["total"], first["next"]) == (True, 50, 52, "/audit-log.json?offset=50")
+    last = client.get(first["next"]).json()
+    assert (last["count"], last["next"]) == (2, None)
+    assert {d["id"] for d in first["decisions"]}.isdisjoint(d["id"] for d in last["decisions"])
+    html = client.get("/audit-log")
+    assert 'href="/audit-log?offset=50"' in html.text

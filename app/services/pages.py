@@ -40,8 +40,13 @@ def sources_page(session: Session) -> dict:
     return {"sources": out}
 
 
-def audit_log_page(session: Session, before_id: int | None) -> dict:
-    rows = list_decisions(session, limit=LOG_PER_PAGE, before_id=before_id)
+def audit_log_page(session: Session, before_id: int | None, offset: int = 0) -> dict:
+    """One page of the log in the API's paging shape: ``count``, ``total``, ``limit``, ``offset`` and the
+    ``next`` page's path (null on the last page); ``before_id`` still filters (older than that id)."""
+    from app.services.decisions import count_decisions
+
+    rows = list_decisions(session, limit=LOG_PER_PAGE, before_id=before_id, offset=offset)
+    total = count_decisions(session, before_id=before_id)
     ids = {r["entry_id"] for r in rows}
     entries = {e.id: e for e in session.scalars(select(Entry).where(Entry.id.in_(ids)))} if ids else {}
     for r in rows:
@@ -49,7 +54,10 @@ def audit_log_page(session: Session, before_id: int | None) -> dict:
         r["entry_url"] = f"/entries/{r['entry_id']}"
         r["model"] = e.model if e else None
         r["hardware"] = e.hardware if e else None
-    return {"decisions": rows, "next_before_id": rows[-1]["id"] if len(rows) == LOG_PER_PAGE else None}
+    more = offset + len(rows) < total
+    query = (f"before_id={before_id}&" if before_id is not None else "") + f"offset={offset + len(rows)}"
+    return {"count": len(rows), "total": total, "limit": LOG_PER_PAGE, "offset": offset,
+            "next": f"/audit-log?{query}" if more and rows else None, "decisions": rows}
 
 
 def note_segments(notes: str | None, quotes: list[dict]) -> list[dict]:

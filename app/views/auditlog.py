@@ -15,16 +15,21 @@ from app.views.rendering import render
 router = APIRouter(include_in_schema=False)
 
 
-def _view(request, session, user, before_id, as_json):
-    return render(request, "auditlog.html", audit_log_page(session, before_id), as_json=as_json, user=user)
+def _view(request, session, user, before_id, offset, as_json):
+    data = audit_log_page(session, before_id, offset)
+    if as_json and data["next"]:
+        data["next"] = data["next"].replace("/audit-log?", "/audit-log.json?", 1)
+    return render(request, "auditlog.html", data, as_json=as_json, user=user)
 
 
 @router.get("/audit-log")
-def audit_log(request: Request, before_id: int | None = Query(None), session: Session = Depends(get_session),
+def audit_log(request: Request, before_id: int | None = Query(None), offset: int = Query(0, ge=0),
+              session: Session = Depends(get_session),
               user: User | None = Depends(auth.current_user)):
-    return _view(request, session, user, before_id, False)
+    return _view(request, session, user, before_id, offset, False)
 
 
 @router.get("/audit-log.json")
-def audit_log_json(request: Request, before_id: int | None = Query(None), session: Session = Depends(get_session)):
-    return _view(request, session, None, before_id, True)
+def audit_log_json(request: Request, before_id: int | None = Query(None), offset: int = Query(0, ge=0),
+                   session: Session = Depends(get_session)):
+    return _view(request, session, None, before_id, offset, True)
