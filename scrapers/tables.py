@@ -305,6 +305,10 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                 for k in sorted(field_cols):
                     if k < len(row) and not row[k].empty:
                         b.set_text(cols[k].field, row[k].value, H[k])
+                        if cols[k].field == "engine_version" and len(row[k].value) <= 40:
+                            # a version column names each row's build or kernel ("ROCm 7.2", "GEMV"): a
+                            # configuration of the row, kept for its recipe
+                            b.entry.extra.setdefault(H[k].strip(), row[k].value)
                 for k in extra_cols:      # the row's other columns (draft-min, grpsz, act, n_ubatch), verbatim
                     if k < len(row) and not row[k].empty and len(row[k].value) <= 40:
                         b.entry.extra.setdefault(H[k].strip(), row[k].value)
@@ -387,6 +391,7 @@ def _metric_rows(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> bool:
     return False
 
 
+_PROMPT_HEAD = re.compile(r"^(?:\S{1,12}\s*\(\d[\d,]*\)|\d+(?:\.\d+)?\s*[kK]?(?:\s*tokens?)?)$")
 _COLUMN_FIELDS = {"gen_tokens", "prompt_tokens", "context_length", "io_tokens", "concurrency", "n_runs", "hardware",
                   "gpu_count", "engine", "engine_version", "quantization", "kv_cache", "test", "tp"}
 
@@ -405,7 +410,9 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
             for j in range(1, len(row)):
                 if not row[j].empty:
                     per_column.setdefault(j, []).append((col.field, row[j], row[0].value))
-    prompt_axis = bool(H) and classify(H[0]).field in ("prompt", "prompt_tokens")
+    # "| Prompt | hi (2) | 1K (969) | 2K (1930) |": columns that are prompts (lengths), not configurations
+    prompt_axis = bool(H) and classify(H[0]).field in ("prompt", "prompt_tokens") and len(H) > 2 and \
+        sum(bool(_PROMPT_HEAD.match(h.strip())) for h in H[1:]) >= max(2, (len(H) - 1) * 2 // 3)
     for row in rows:
         if not row:
             continue
