@@ -110,7 +110,10 @@ def _caption_text(table) -> str:
     cap = table.xpath("./caption")
     if cap:
         return clean(cap[0].text_content())[:200]
-    prev = table.getprevious()
+    prev, node = table.getprevious(), table
+    while prev is None and node.getparent() is not None and node.getparent().tag in ("div", "figure", "section"):
+        node = node.getparent()      # a table inside a scroll wrapper: the words before the wrapper
+        prev = node.getprevious()
     for _ in range(2):
         if prev is None:
             return ""

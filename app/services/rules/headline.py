@@ -105,7 +105,8 @@ def ladder_top_rung(f, q, ctx):
 
 
 _BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))", re.I)
-_UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|reach(?:es|ed)?|hits?)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
+_UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|peak(?:s|ed)? at|tops? out at)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
+# (not "reach 241 tok/s" or "hits 3 tok/s": a result stated plainly, not a ceiling)
 
 
 def _up_to_figure(f):
