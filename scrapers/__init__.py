@@ -150,6 +150,32 @@ def _superseded(result: ParseResult) -> None:
                     earlier.selectors["superseded_by"] = later.selectors["headline_tps"]
 
 
+_FEWER_EXPERTS = re.compile(r"(?i)\bfewer\s+(?:activated\s+|active\s+|routed\s+)?experts\b|\breduc\w*\s+(?:the\s+)?"
+                            r"(?:number\s+of\s+)?(?:activated\s+|active\s+)?experts\b|\bexpert[_\s-]used[_\s-]count\b")
+_N_EXPERTS = re.compile(r"(?i)\b(\d{1,3})\s+experts\b")
+
+
+def _fewer_experts(result: ParseResult) -> None:
+    """A page that says it runs a mixture-of-experts model with fewer experts than it has ("selects fewer
+    experts") and labels figures "6 experts" beside "8 experts": the smaller count is a quality-for-speed
+    setting (``lossy_note``)."""
+    if not result.entries or not _FEWER_EXPERTS.search(result.text[:2_000_000]):
+        return
+    counts = {}
+    for e in result.entries:
+        m = _N_EXPERTS.search(" ".join(str(e.fields.get(k) or "") for k in ("label", "notes", "headline_label")))
+        if m:
+            counts[id(e)] = (int(m.group(1)), m.group(0))
+    if len({n for n, _q in counts.values()}) < 2:
+        return
+    full = max(n for n, _q in counts.values())
+    for e in result.entries:
+        n, q = counts.get(id(e), (None, None))
+        if n is not None and n < full and "lossy_note" not in e.fields:
+            e.fields["lossy_note"] = f"{q} (fewer than the {full} the page also runs)"
+            e.quotes["lossy_note"] = q
+
+
 def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None) -> ParseResult:
     """Parse one archived response. Never raises on bad input; problems are in ``result.warnings``.
 
@@ -176,6 +202,7 @@ def parse(body: bytes | str, *, kind: str, content_type: str | None = None, url:
             model_from_url(result, url)
         _page_pin(result)
         _superseded(result)
+        _fewer_experts(result)
         return result
     except Exception as exc:  # a parser bug must not abort a crawl; say what happened instead
         result.entries = []

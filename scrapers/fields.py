@@ -58,6 +58,7 @@ FIELDS: dict[str, type | tuple] = {
     "clocks": str,              # locked/raised clocks as stated
     "power": str,               # power limit as stated ("450 W")
     "kv_cache": str,            # KV cache dtype as stated ("fp8", "q4_0", "nvfp4_ds_mla")
+    "lossy_note": str,          # a quality-for-speed setting the page describes for this figure ("6 experts", fewer than 8)
     "rig_clocks": str,          # clocks the page states once for its whole rig, not for this figure
     "rig_power": str,           # a power limit the page states once for its whole rig ("limited to 300 W")
     "submitter": str,

@@ -293,3 +293,15 @@ def test_tuning_story_marks_earlier_figures_superseded():
     assert "superseded_by" not in by[30.0].fields     # another section's figure is not part of the story
     sel = by[43.0].selectors["superseded_by"]
     assert r.text[sel["start"]:sel["end"]] == "57"
+
+
+def test_fewer_experts_than_the_page_also_runs_is_a_lossy_note():
+    import scrapers
+
+    text = ("# MoE bench\n\nExpert selection strategy that selects fewer experts based on offline profiles.\n\n"
+            "| Config | decode tok/s |\n| --- | --- |\n| 6 experts | 16.8 |\n| 8 experts | 13.4 |\n")
+    r = scrapers.parse(text.encode(), kind="markdown")
+    by = {e.fields["headline_tps"]: e for e in r.entries}
+    assert "6 experts" in by[16.8].fields["lossy_note"] and "lossy_note" not in by[13.4].fields
+    plain = text.replace("Expert selection strategy that selects fewer experts based on offline profiles.", "Results.")
+    assert not any("lossy_note" in e.fields for e in scrapers.parse(plain.encode(), kind="markdown").entries)

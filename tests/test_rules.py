@@ -422,3 +422,8 @@ def test_arithmetic_mismatch_when_the_retokenized_output_disagrees():
     hit = fired(f)["arithmetic_mismatch"]
     assert "re-tokenized" in hit.numbers["reasons"][0]
     assert "arithmetic_mismatch" not in fired(dict(CLEAN, tokens_generated=160347, tokens_retokenized=160192))
+
+
+def test_lossy_setting_reads_a_lossy_note_and_an_expert_count_override():
+    assert "lossy_setting" in fired(dict(CLEAN, lossy_note="6 experts (fewer than the 8 the page also runs)"))
+    assert "lossy_setting" in fired(dict(CLEAN, command="llama-server --override-kv qwen3moe.expert_used_count=int:4"))

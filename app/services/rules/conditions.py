@@ -110,7 +110,7 @@ def proposer_not_in_command(f, q, ctx):
 
 
 _LOSSY = re.compile(
-    r"\blossy\b|\blenient\b|\brelaxed\s+acceptance\b|\btypical\s+acceptance\b|\baccept(?:ance)?[-_ ]threshold\b|"
+    r"\blossy\b|\blenient\b|\bexpert[_-]used[_-]count\b|\brelaxed\s+acceptance\b|\btypical\s+acceptance\b|\baccept(?:ance)?[-_ ]threshold\b|"
     r"(?:kv[-_ ]?cache[-_ ]?dtype|cache[-_]type[-_][kv]|-ct[kv])[\s=:]+\"?(?:q[2-6]_\w+|fp4\w*|nvfp4\w*|int4|"
     r"int[2-6]|iq\w+|4[- ]?bit)\b|\bkv\s*(?:cache)?\s*(?:in|at|quanti[sz]ed\s+to)?\s*(?:fp4|nvfp4|int4|q4|4[- ]?bit)\b",
     re.I)
@@ -124,6 +124,10 @@ _NEGATED = re.compile(r"\b(?:disabled|turned off|not used|not enabled|without|of
       "lossy): the output is not what the model would produce.")
 def lossy_setting(f, q, ctx):
     hit = search(f, ("command", "notes", "quantization", "label"), _LOSSY, negation=_NEGATED)
+    if not hit and text(f, "lossy_note").strip():
+        note = text(f, "lossy_note")
+        return {"numbers": {"lossy_note": note},
+                "explanation": f"A quality-for-speed setting: {note}.", "quotes": [quote(f, q, "lossy_note")]}
     kv = text(f, "kv_cache").strip()
     if not hit and kv and _LOW_BIT.match(kv):
         return {"numbers": {"kv_cache": kv}, "explanation": f"The KV cache is stored below 8 bit ({kv}).",
