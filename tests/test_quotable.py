@@ -177,3 +177,32 @@ def test_cli_audit_all(cli, db):
     assert cli("audit").exit_code == 1
     r = cli("audit", "r-nope")
     assert r.exit_code == 1 and "r-nope" in r.output
+
+
+def test_concurrent_fast_path_reads_each_get_their_own_answer(live_app):
+    """Requests arriving together are read in batches (one query for many recipes) off the event loop:
+    each still gets its own recipe's answer, and an unknown recipe its 404."""
+    import asyncio
+
+    import httpx
+
+    app, base = live_app
+    db = app.state.db
+    with db.session() as s:
+        rows = [ParsedEntry(fields=dict(GLM_BASE, quantization=f"q{i}", headline_tps=100.0 + i),
+                            quotes={"headline_tps": str(100 + i)}) for i in range(12)]
+        _, _, summary = store(s, rows)
+        audit_entries(s, db.settings, summary.entry_ids)
+        ids = {r.recipe_id: r.quotable_tps for r in s.scalars(select(Recipe))}
+    targets = list(ids) * 8 + ["r-000000000000"] * 4
+
+    async def run():
+        async with httpx.AsyncClient(base_url=base) as client:
+            return await asyncio.gather(*(client.get(f"/api/recipes/{rid}/quotable") for rid in targets))
+
+    answers = asyncio.run(run())
+    for rid, r in zip(targets, answers):
+        if rid == "r-000000000000":
+            assert r.status_code == 404 and r.json()["ok"] is False
+        else:
+            assert r.status_code == 200 and r.json()["recipe_id"] == rid and r.json()["quotable_tps"] == ids[rid]

@@ -19,11 +19,11 @@ from sqlalchemy.orm import Session
 from app.api.convention import ok, page
 from app.api.schemas import ERRORS, QuotableAnswer, QuotableList
 from app.main import get_session
-from app.services.quotable import MAX_LIST, get_quotable, list_quotable, quotable_raw
+from app.services.quotable import MAX_LIST, get_quotable, list_quotable, quotable_raw, quotable_raw_many
 
 router = APIRouter(tags=["quotable"])
 _PATH = re.compile(r"^/api/recipes/([A-Za-z0-9_.-]{1,40})/quotable$")
-READERS = 4  # connections (and threads at once) per worker for the fast path
+READERS = 2  # threads (each with its connection) per worker for the fast path
 
 
 def envelope(raw: str) -> bytes:
@@ -38,23 +38,27 @@ def envelope(raw: str) -> bytes:
 class QuotableFastPath:
     """ASGI middleware answering a GET for a cached quotable answer before FastAPI's routing and
     dependency machinery; anything else (and any recipe not yet cached) falls through to the router.
-    The read runs on one of ``READERS`` threads of this worker (never on the event loop), each with its
-    own autocommit connection kept open."""
+
+    Reads never run on the event loop: requests waiting at the same moment are answered by one query
+    (``WHERE recipe_id IN (...)``) on a worker thread of this process, which keeps its own autocommit
+    connection; while that batch runs, the next requests gather for the following one."""
 
     def __init__(self, app, state):
         self.app = app
         self.state = state
         self._pool: ThreadPoolExecutor | None = None
         self._local = threading.local()
+        self._pending: dict[str, list[asyncio.Future]] = {}
+        self._drainer: asyncio.Task | None = None
 
-    def _read(self, recipe_id: str) -> str | None:
+    def _read_many(self, recipe_ids: list[str]) -> dict[str, str]:
         for attempt in (1, 2):
             conn = getattr(self._local, "conn", None)
             if conn is None:
                 conn = self.state.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
                 self._local.conn = conn
             try:
-                return quotable_raw(conn, recipe_id)
+                return quotable_raw_many(conn, recipe_ids)
             except Exception:
                 self._local.conn = None
                 try:
@@ -63,15 +67,42 @@ class QuotableFastPath:
                     pass
                 if attempt == 2:
                     raise
-        return None
+        return {}
+
+    async def _drain(self) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            while self._pending:
+                batch, self._pending = self._pending, {}
+                try:
+                    found = await loop.run_in_executor(self._pool, self._read_many, list(batch))
+                except Exception as exc:
+                    for waiting in batch.values():
+                        for fut in waiting:
+                            if not fut.done():
+                                fut.set_exception(exc)
+                    continue
+                for rid, waiting in batch.items():
+                    for fut in waiting:
+                        if not fut.done():
+                            fut.set_result(found.get(rid))
+        finally:
+            self._drainer = None
+
+    async def read(self, recipe_id: str) -> str | None:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="quotable-read")
+        fut = asyncio.get_running_loop().create_future()
+        self._pending.setdefault(recipe_id, []).append(fut)
+        if self._drainer is None:
+            self._drainer = asyncio.get_running_loop().create_task(self._drain())
+        return await fut
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and scope["method"] == "GET":
             m = _PATH.match(scope["path"])
             if m:
-                if self._pool is None:
-                    self._pool = ThreadPoolExecutor(READERS, thread_name_prefix="quotable-read")
-                raw = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, m.group(1))
+                raw = await self.read(m.group(1))
                 if raw is not None:
                     body = envelope(raw)
                     await send({"type": "http.response.start", "status": 200, "headers": [
