@@ -107,8 +107,32 @@ def _page_pin(result: ParseResult) -> None:
 
 _PROGRESSION = re.compile(r"(?i)\b(?:boost|improv|increas|rais|doubl|tripl|push|brought|bring|got|jump|lift)\w*"
                           r"(?:\s+\S+){0,4}?\s+to\s+(?:about\s+|around\s+)?[~≈]?\s*$")
+_UP_FROM = re.compile(r"(?i)\b(?:up|improved|increased|rising|rose)\s+from\s+(?:about\s+|around\s+)?[~≈]?\s*$")
 _NEAR = 600     # characters: a tuning story told in one paragraph or the next
 _STORY_MAX = 2000
+
+
+def _page_engine(result: ParseResult) -> None:
+    """A page that only ever names one engine: its figures that name none ran on it."""
+    if not result.entries or all(e.fields.get("engine") for e in result.entries):
+        return
+    from scrapers.columns import ENGINE_RE
+
+    names, first = set(), None
+    for m in ENGINE_RE.finditer(result.text[:2_000_000]):
+        names.add(re.sub(r"[^0-9a-z]+", "", m.group(1).lower()).replace("server", "").replace("cpp", "cpp"))
+        first = first or m
+        if len(names) > 1:
+            return
+    if first is None:
+        return
+    from scrapers.selectors import selector
+
+    for e in result.entries:
+        if not e.fields.get("engine"):
+            e.fields["engine"] = first.group(1)
+            e.quotes["engine"] = first.group(1)
+            e.selectors["engine"] = selector(result.text, first.start(1), first.end(1))
 
 
 def _superseded(result: ParseResult) -> None:
@@ -125,6 +149,15 @@ def _superseded(result: ParseResult) -> None:
             placed.append((sel["start"], e))
     placed.sort(key=lambda x: x[0])
     starts = [p for p, _e in placed]
+    for i, (pos, old) in enumerate(placed):      # "... about 13 tokens/second. Up from ~9 tokens/second ..."
+        if i and _UP_FROM.search(text[max(0, pos - 40):pos]):
+            pos1, new = placed[i - 1]
+            v = new.fields["headline_tps"]
+            if 0 < pos - pos1 <= 300 and v > old.fields["headline_tps"] and "superseded_by" not in old.fields:
+                old.fields["superseded_by"] = v
+                old.quotes["superseded_by"] = new.quotes.get("headline_tps") or str(v)
+                if "headline_tps" in new.selectors:
+                    old.selectors["superseded_by"] = new.selectors["headline_tps"]
     for pos, later in placed:
         # the place the page says it raised a figure to this one: its own, or a restatement of it
         lit = later.quotes.get("headline_tps") or ""

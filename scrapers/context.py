@@ -129,6 +129,7 @@ def facts(text: str, narrow: bool = False) -> tuple:
 
 _KV_HEAD = re.compile(r"^(?:kv[\s_-]*cache(?:[\s_-]*(?:dtype|type|arm|precision))?|kv[\s_-]*dtype|cache[\s_-]*type[\s_-]*[kv]?|type[_\s]?k)$")
 _KV_LINE = re.compile(r"(?i)(?:--kv[-_]cache[-_]dtype|kv[-_\s]cache(?:[-_\s](?:dtype|type))?)\s*[=:|]?\s*[`\"']?([\w.-]{2,32})")
+_KV_DEFAULT = re.compile(r"(?i)`?([\w.-]{2,32})`?\s*\((?:the\s+)?(?:shipped\s+|stock\s+)?default\b")
 _DTYPE = re.compile(r"(?i)(?<![\w-])((?:nv)?fp[48](?:_[a-z0-9]+)*|e[45]m\d\w*|q[2-8]_[0-9a-z_]+|int[48]|bf16|f16|fp16|turbo\d\w*)(?![\w-])")
 
 
@@ -167,6 +168,7 @@ class Page:
         self._section_code: dict[int, list[tuple[int, str, int, int]]] = {}
         self._rig: dict | None = None
         self._kv: list[str] | None = None
+        self._kv_default: str | None = None
         for b in blocks:
             if b.kind == "code":
                 # a command or config in a code block states the run's conditions (--max-tokens 128,
@@ -242,6 +244,9 @@ class Page:
             for w in _DTYPE.findall(t):
                 if w.lower() not in (x.lower() for x in out):
                     out.append(w)
+            d = _KV_DEFAULT.search(t)
+            if d and self._kv_default is None and _DTYPE.fullmatch(d.group(1)):
+                self._kv_default = d.group(1)    # "`nvfp4_ds_mla` (shipped default)": the arm a run uses unless it says
         self._kv = out[:12]
         return self._kv
 
@@ -401,6 +406,8 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
                 if hit:
                     b.put("kv_cache", hit, hit)
                     break
+            if "kv_cache" not in e.fields and page._kv_default:
+                b.put("kv_cache", page._kv_default, page._kv_default)   # no arm named: the page's default
     missing = [f for f in CONDITION_FIELDS + ("prompt",) if f not in e.fields]
     if missing and draft.source != "prose":
         for text, span in page.condition_scopes(draft.block):

@@ -305,3 +305,12 @@ def test_fewer_experts_than_the_page_also_runs_is_a_lossy_note():
     assert "6 experts" in by[16.8].fields["lossy_note"] and "lossy_note" not in by[13.4].fields
     plain = text.replace("Expert selection strategy that selects fewer experts based on offline profiles.", "Results.")
     assert not any("lossy_note" in e.fields for e in scrapers.parse(plain.encode(), kind="markdown").entries)
+
+
+def test_up_from_names_the_earlier_figure():
+    import scrapers
+
+    r = scrapers.parse(b"## Chat\n\nThis configuration produces about 13 tokens/second in typical use. "
+                       b"Up from ~9 tokens/second with only the old cards.\n", kind="markdown")
+    by = {e.fields["headline_tps"]: e for e in r.entries}
+    assert by[9.0].fields.get("superseded_by") == 13.0 and "superseded_by" not in by[13.0].fields

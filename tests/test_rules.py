@@ -384,8 +384,8 @@ def test_lossy_setting_reads_the_kv_cache_field_and_short_shape_spares_prefill_g
 
 # -- ruleset 2026.12.3 -------------------------------------------------------------------------------
 def test_best_of_reads_the_tables_own_title_and_yields_to_a_rows_stated_median():
-    assert "best_of" in fired(dict(CLEAN, caption="H200 FP8 Max throughput", headline_tps=11819.0))
-    assert "best_of" not in fired(dict(CLEAN, caption="Max context 128k, batch 1", headline_tps=80.0))
+    assert "best_of" in fired(dict(CLEAN, caption="H200 FP8 Max throughput", headline_tps=11819.0, concurrency=1024))
+    assert "best_of" not in fired(dict(CLEAN, caption="Max context 128k", headline_tps=80.0, concurrency=None))
     fastest = dict(CLEAN, headline_label="Fastest t/s", headline_tps=120.0)
     assert "best_of" in fired(fastest)
     assert "best_of" not in fired(dict(fastest, notes="median of 5 runs"))       # the row's own words win
@@ -427,3 +427,9 @@ def test_arithmetic_mismatch_when_the_retokenized_output_disagrees():
 def test_lossy_setting_reads_a_lossy_note_and_an_expert_count_override():
     assert "lossy_setting" in fired(dict(CLEAN, lossy_note="6 experts (fewer than the 8 the page also runs)"))
     assert "lossy_setting" in fired(dict(CLEAN, command="llama-server --override-kv qwen3moe.expert_used_count=int:4"))
+
+
+def test_a_max_throughput_caption_does_not_flag_its_batch_one_rows():
+    f = dict(CLEAN, caption="Max Throughput & Min Latency", headline_tps=185.0, headline_label="Throughput (out tok/s)")
+    assert "best_of" not in fired(dict(f, concurrency=1))
+    assert "best_of" in fired(dict(f, concurrency=64))

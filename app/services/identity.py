@@ -184,17 +184,34 @@ def _column_name(fields: dict) -> bool:
     return bool(label) and label == head
 
 
+_RESTATED = re.compile(r"\b(?:c|bs|batch(?:\s+size)?|concurrency|conc)\s*=?\s*\d+\b|\b\d+\s+(?:runs?|repeats?|trials?|samples?)\b|"
+                       r"\bn\s*=\s*\d+\b|[,;]")
+
+
+# MLPerf scenarios and the common serving-benchmark datasets: the load a configuration was run under
+_WORKLOADS = {"server", "offline", "single stream", "singlestream", "single-stream", "multistream", "multi-stream",
+              "interactive", "sharegpt", "random", "sonnet", "burstgpt", "hf", "prefix repetition", "chat", "coding",
+              "summarization", "reasoning"}
+
+
 def _recipe_label(fields: dict) -> str | None:
     """A scenario label keeps its numbers ("6 experts V0.2.0" is not "8 experts V0.2.1"), except on a
     speculative row, where the numbers may be the draft width that the ladder varies ("draft 8",
     "draft 12" stay one ladder); a figure written into the label never counts."""
-    if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
-        return norm_label(fields.get("label"))
     text = norm_text(fields.get("label"))
+    if text:     # words that restate fields already in the key (concurrency, run count) name nothing more
+        text = _RESTATED.sub(" ", text).strip(" ,;:/|()-")
+        kv = norm_text(fields.get("kv_cache"))
+        if kv and text == kv:
+            return None     # the row is named after its KV cache arm, which the key holds
+    if not text or text in _WORKLOADS:
+        return None     # a benchmark scenario or dataset names the load, not the configuration
+    if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
+        return norm_label(text)
     h = fields.get("headline_tps")
     if text and isinstance(h, (int, float)):
         text = text.replace(f"{h:g}", "#")
-    return text
+    return text or None
 
 
 def recipe_key(fields: dict) -> dict | None:
@@ -208,6 +225,9 @@ def recipe_key(fields: dict) -> dict | None:
         return None
     if fields.get("draft_tokens") or fields.get("spec_method") or fields.get("acceptance_rate") is not None:
         key["speculative"] = True
+    kv = norm_token(fields.get("kv_cache"))
+    if kv:       # the KV cache dtype is a configuration (an fp8 arm and an nvfp4 arm are two recipes)
+        key["kv_cache"] = kv
     extra = fields.get("_extra") or {}
     for name in ("ngl", "n_gpu_layers", "parallel", "np"):
         if name in extra:

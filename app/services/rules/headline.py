@@ -136,7 +136,11 @@ _BEST_NOTES = re.compile(
       "The figure is a peak, maximum or best run, not a typical one: a reader quoting it quotes the lucky run.")
 def best_of(f, q, ctx):
     own = search(f, ("notes",), _BEST_NOTES) or _up_to_figure(f)
-    hit = own or search(f, _BEST_FIELDS, _BEST) or search(f, ("caption",), _BEST_CAPTION)
+    hit = own or search(f, _BEST_FIELDS, _BEST)
+    if not hit and num(f.get("concurrency")) != 1:
+        # a table titled "Max throughput" holds the best of a batch sweep; its batch-1 rows (the "min
+        # latency" half of "Max Throughput & Min Latency") are no sweep's maximum
+        hit = search(f, ("caption",), _BEST_CAPTION)
     if hit and not own and _TYPICAL.search(text(f, "notes")):
         hit = None   # "Fastest" over the column, but the row's own notes give a median or mean of its runs
     if hit:
