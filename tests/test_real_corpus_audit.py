@@ -9,8 +9,8 @@ archive), the flags per rule and the working number against the hand labels.
 - working number: on matched pairs, Caveat's working number of the entry agrees with the label's
   ``working_tps`` (both none, or within 0.5 %).
 
-The issue's gate is entries P and R >= 0.95, flags P and R >= 0.90, working number >= 0.95. The asserts
-sit at what the code reaches today (docs/parsers.md has the measured table beside the target).
+The issue's gate is entries P and R >= 0.95, flags P and R >= 0.90, working number >= 0.95, and the
+asserts sit at the gate (docs/parsers.md has the measured table).
 
     .venv/bin/python tests/test_real_corpus_audit.py     # the tables alone
 """
@@ -32,8 +32,8 @@ if str(ROOT) not in sys.path:
 from tests.test_real_corpus import REAL, committed_labels, match  # noqa: E402
 
 TARGETS = {"entries": 0.95, "flags": 0.90, "working": 0.95}
-GATES = {"entry_precision": 0.92, "entry_recall": 0.87, "flag_precision": 0.70, "flag_recall": 0.60,
-         "working": 0.76}
+GATES = {"entry_precision": 0.95, "entry_recall": 0.95, "flag_precision": 0.90, "flag_recall": 0.90,
+         "working": 0.95}     # the issue's gate; measured 0.97 / 0.96, 0.93 / 0.92, 0.95 (docs/parsers.md)
 TYPES = {".json": "application/json", ".jsonl": "application/json", ".html": "text/html; charset=utf-8",
          ".md": "text/markdown; charset=utf-8", ".csv": "text/csv; charset=utf-8",
          ".txt": "text/plain; charset=utf-8", ".log": "text/plain; charset=utf-8"}
@@ -147,11 +147,33 @@ def report(s: dict) -> str:
 
 
 @pytest.fixture(scope="module")
-def scored(tmp_path_factory):
+def crawled(tmp_path_factory):
     labels = committed_labels()
     if not labels:
         pytest.skip("no committed labels (not a git checkout?)")
-    return score(labels, crawl_corpus(tmp_path_factory.mktemp("real-corpus"), labels))
+    return labels, crawl_corpus(tmp_path_factory.mktemp("real-corpus"), labels)
+
+
+@pytest.fixture(scope="module")
+def scored(crawled):
+    labels, got = crawled
+    return score(labels, got)
+
+
+def test_the_seeds_come_out_as_the_issue_asks(crawled):
+    _labels, got = crawled
+    glm = [e for e in got["000_0610243c6a26dc31.txt"] if e.get("model") == "GLM-5.3-Flash"]
+    assert sorted(e["headline_tps"] for e in glm) == [300.7, 443.1, 482.4, 514.3, 808.5, 1004.9]
+    assert {(e["_working"], e["_basis"]) for e in glm} == {(373.0, "steady_state")}
+    seed3 = {e["headline_tps"]: e for e in got["003_7c3e7ca5983ce71a.txt"]}
+    assert {"repetitive_prompt", "single_run"} <= seed3[55.0]["_flags"]
+    assert all(e["_working"] not in (20.0, 43.0) for e in seed3.values())   # superseded tuning figures
+    assert seed3[20.0].get("superseded_by") and seed3[43.0].get("superseded_by") == 57.0
+    seed2 = got["002_a33fc600baaeb334.txt"]
+    assert {e["phase"] for e in seed2} >= {"decode", "prefill"}
+    c8 = [e for e in seed2 if e.get("concurrency") == 8 and e["phase"] == "decode"]
+    assert {e["scope"] for e in c8} == {"aggregate", "per_user"}
+    assert any("@sha256:" in str(e.get("engine_image") or "") for e in seed2)
 
 
 def test_real_corpus_through_the_whole_chain(scored):
