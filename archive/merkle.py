@@ -66,17 +66,42 @@ class Frontier:
         return h
 
 
-def inclusion_proof(leaves: Sequence[bytes], index: int) -> list[bytes]:
+def range_root(leaves: Sequence[bytes], lo: int, hi: int, memo: dict | None = None) -> bytes:
+    """Merkle Tree Hash of ``leaves[lo:hi]``. ``memo`` keeps the roots of perfect subtrees (whose
+    leaves never change in an append-only log), so proofs after the first cost O(log n)."""
+    n = hi - lo
+    if n == 0:
+        return EMPTY_ROOT
+    if n == 1:
+        return leaves[lo]
+    perfect = n & (n - 1) == 0
+    if perfect and memo is not None:
+        hit = memo.get((lo, n))
+        if hit is not None:
+            return hit
+    k = _split(n)
+    h = node_hash(range_root(leaves, lo, lo + k, memo), range_root(leaves, lo + k, hi, memo))
+    if perfect and memo is not None:
+        memo[(lo, n)] = h
+    return h
+
+
+def inclusion_proof(leaves: Sequence[bytes], index: int, memo: dict | None = None) -> list[bytes]:
     """The audit path of leaf ``index`` in the tree over ``leaves`` (RFC 9162 2.1.3.1)."""
     n = len(leaves)
     if not 0 <= index < n:
         raise ValueError(f"leaf {index} is not in a tree of {n}")
-    if n == 1:
-        return []
-    k = _split(n)
-    if index < k:
-        return inclusion_proof(leaves[:k], index) + [root(leaves[k:])]
-    return inclusion_proof(leaves[k:], index - k) + [root(leaves[:k])]
+    path: list[bytes] = []
+    lo, hi = 0, n
+    while hi - lo > 1:
+        k = _split(hi - lo)
+        if index < lo + k:
+            path.append(range_root(leaves, lo + k, hi, memo))
+            hi = lo + k
+        else:
+            path.append(range_root(leaves, lo, lo + k, memo))
+            lo = lo + k
+    return path[::-1]
 
 
 def verify_inclusion(leaf: bytes, index: int, size: int, path: Sequence[bytes], expected_root: bytes) -> bool:

@@ -165,7 +165,7 @@ def test_a_forked_log_is_caught_by_anyone_holding_an_earlier_tree_head(cli, logg
             shift = victim.length if e["offset"] > victim.offset else 0
             self.record_id, self.offset, self.length = e["record_id"], e["offset"] - shift, e["length"]
 
-    tlog.append_written(settings, victim.warc_file, [W(e) for e in entries])
+    tlog.append_written(settings, victim.warc_file, [W(e) for e in entries], sign=True)
     honest_alone = cli("verify", "--log")
     assert honest_alone.exit_code == 0, honest_alone.output   # self-consistent: only an earlier head can tell
     if after_reindex:
@@ -194,3 +194,14 @@ def test_withdrawal_records_are_logged_too(cli, logged, settings):
     assert cli("withdraw", logged[0].citation_id, "--reason", "test").exit_code == 0
     assert len(_entries(settings)) == before + 1
     assert cli("verify", "--log").exit_code == 0
+
+
+def test_leaves_cut_short_by_a_crash_are_rebuilt_from_the_fsynced_entries(cli, logged, settings, server, app):
+    d = tlog.log_dir(settings)
+    data = (d / "leaves").read_bytes()
+    (d / "leaves").write_bytes(data[:-40])            # the unsynced leaf file lost its tail
+    tlog._STATE_OK.clear()                            # a new process
+    assert capture_urls(app.state.db, [server.route("/after-crash", "<p>after</p>")])[0].ok
+    r = cli("verify", "--log")
+    assert r.exit_code == 0, r.output
+    assert len(tlog.read_leaves(d)) == len(tlog.read_entries(d))

@@ -21,7 +21,7 @@ from sqlalchemy.orm import Session
 
 from app.db import Database, chunked
 from app.models import Snapshot
-from app.services.tlog import append_written
+from app.services.tlog import append_written, sign_latest
 from app.services.warcfiles import WarcStore
 from archive.citeid import citation_id_for_record
 from archive.fetcher import Limits
@@ -156,6 +156,7 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
             _empty_spool(spool)
         store.update_cdxj([snap for r in results if r is not None and r.snapshot is not None
                            for snap in (*r.hops, r.snapshot)])
+        sign_latest(db.settings)  # the tamper-evident log's tree head covers every record of this capture
     return [r for r in results if r is not None]
 
 

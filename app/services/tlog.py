@@ -48,6 +48,9 @@ def ensure_signing_key(settings: Settings) -> bool:
     return signing.ensure_key(key_path(settings))
 
 
+_js = json.encoder.encode_basestring_ascii  # a JSON string literal, in C
+
+
 def leaf_data(entry: dict) -> bytes:
     return (f"{LOG_ID} {entry['warc_file']} {entry['offset']} {entry['length']} {entry['record_id']} "
             f"{entry['sha256']}").encode("utf-8")
@@ -85,18 +88,36 @@ def _fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
+def _write_atomic(path: Path, data: bytes, *, durable: bool = True) -> None:
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         f.write(data)
-        f.flush()
-        os.fsync(f.fileno())
+        if durable:
+            f.flush()
+            os.fsync(f.fileno())
     os.replace(tmp, path)
+
+
+def _repair_leaves(d: Path) -> None:
+    """After a crash the leaves file (written without fsync) may lag the entries (fsynced): recompute it."""
+    entries_path, leaves_path = d / "entries.jsonl", d / "leaves"
+    if not entries_path.exists():
+        return
+    n = sum(1 for line in open(entries_path, encoding="utf-8") if line.strip())
+    have = leaves_path.stat().st_size // 32 if leaves_path.exists() else 0
+    if have == n and (not leaves_path.exists() or leaves_path.stat().st_size % 32 == 0):
+        return
+    leaves = [merkle.leaf_hash(leaf_data(e)) for e in read_entries(d)]
+    _write_atomic(leaves_path, b"".join(leaves))
+    (d / "state.json").unlink(missing_ok=True)
 
 
 def _state(d: Path) -> merkle.Frontier:
     """The frontier as saved; rebuilt from the leaves file when the saved one does not match it."""
     leaves_path = d / "leaves"
+    if not _STATE_OK.get(str(d)):
+        _repair_leaves(d)   # once per process: the writer's files agree before it appends
+        _STATE_OK[str(d)] = True
     size = leaves_path.stat().st_size // 32 if leaves_path.exists() else 0
     try:
         saved = json.loads((d / "state.json").read_text())
@@ -108,6 +129,9 @@ def _state(d: Path) -> merkle.Frontier:
     for leaf in read_leaves(d):
         f.append(leaf)
     return f
+
+
+_STATE_OK: dict[str, bool] = {}
 
 
 def read_leaves(d: Path) -> list[bytes]:
@@ -126,9 +150,13 @@ def read_entries(d: Path) -> list[dict]:
         return []
 
 
-def append_written(settings: Settings, warc_file: str, written) -> dict | None:
-    """Log records just written to ``warc_file`` (``archive.warcwriter.Written`` items), then sign a new
-    tree head. Returns it (None when there was nothing to log)."""
+SIGN_EVERY = 1.0   # seconds: a busy capture signs a tree head at most this often, and once at its end
+
+
+def append_written(settings: Settings, warc_file: str, written, *, sign: bool | None = None) -> dict | None:
+    """Log records just written to ``warc_file`` (``archive.warcwriter.Written`` items) and sign a new
+    tree head (``sign=None``: unless one was signed less than ``SIGN_EVERY`` seconds ago; the capture
+    calls :func:`sign_latest` when it ends). Returns the tree head signed, if any."""
     written = list(written)
     if not written:
         return None
@@ -137,35 +165,76 @@ def append_written(settings: Settings, warc_file: str, written) -> dict | None:
     frontier = _state(d)
     path = settings.warc_dir / warc_file
     lines, hashes = [], []
+    lo = min(w.offset for w in written)
+    hi = max(w.offset + w.length for w in written)
+    with open(path, "rb") as f:   # the batch's records are contiguous: one read
+        f.seek(lo)
+        data = f.read(hi - lo)
+    view = memoryview(data)
     for w in written:
-        digest = member_sha256(path, w.offset, w.length)
-        if digest is None:
+        a = w.offset - lo
+        if a + w.length > len(data):
             raise RuntimeError(f"cannot log {w.record_id}: {path} has no {w.length} bytes at offset {w.offset}")
+        digest = hashlib.sha256(view[a:a + w.length]).hexdigest()
         entry = {"index": frontier.size, "warc_file": warc_file, "offset": w.offset, "length": w.length,
                  "record_id": w.record_id, "sha256": digest}
         leaf = merkle.leaf_hash(leaf_data(entry))
         frontier.append(leaf)
-        lines.append(json.dumps(entry, sort_keys=True) + "\n")
+        lines.append(f'{{"index": {entry["index"]}, "length": {w.length}, "offset": {w.offset}, '
+                     f'"record_id": {_js(w.record_id)}, "sha256": "{digest}", "warc_file": {_js(warc_file)}}}\n')
         hashes.append(leaf)
     new = not (d / "entries.jsonl").exists()
-    with open(d / "entries.jsonl", "a", encoding="utf-8") as f:
+    with open(d / "entries.jsonl", "a", encoding="utf-8") as f:   # the log's record: durable before we go on
         f.write("".join(lines))
         f.flush()
         os.fsync(f.fileno())
-    with open(d / "leaves", "ab") as f:
+    with open(d / "leaves", "ab") as f:   # derived from the entries (rebuilt from them if a crash cut it)
         f.write(b"".join(hashes))
-        f.flush()
-        os.fsync(f.fileno())
     if new:
         _fsync_dir(d)
-    _write_atomic(d / "state.json", json.dumps({"size": frontier.size,
-                                                "frontier": [h.hex() for h in frontier.hashes]}).encode())
+    _write_atomic(d / "state.json", json.dumps({"size": frontier.size,   # a cache of the leaves: no fsync
+                                                "frontier": [h.hex() for h in frontier.hashes]}).encode(),
+                  durable=False)
+    import time
+
+    if sign is None:
+        sign = time.monotonic() - _LAST_SIGNED.get(str(d), -1e9) >= SIGN_EVERY
+    if not sign:
+        return None
+    return sign_tree_head(settings, frontier.size, frontier.root())
+
+
+_LAST_SIGNED: dict[str, float] = {}
+_KEYS: dict[str, tuple] = {}
+
+
+def _key(settings: Settings):
+    path = key_path(settings)
+    ensure_signing_key(settings)
+    stamp = path.stat().st_mtime_ns
+    hit = _KEYS.get(str(path))
+    if hit is None or hit[0] != stamp:
+        hit = (stamp, signing.load_key(path))
+        _KEYS[str(path)] = hit
+    return hit[1]
+
+
+def sign_latest(settings: Settings) -> dict | None:
+    """Sign a tree head for the log as it is now, unless the latest one already covers it."""
+    d = log_dir(settings)
+    if not (d / "leaves").exists():
+        return None
+    frontier = _state(d)
+    sth = latest_tree_head(settings)
+    if sth is not None and sth.get("tree_size") == frontier.size:
+        return sth
     return sign_tree_head(settings, frontier.size, frontier.root())
 
 
 def sign_tree_head(settings: Settings, size: int, root: bytes) -> dict:
-    ensure_signing_key(settings)
-    key = signing.load_key(key_path(settings))
+    import time
+
+    key = _key(settings)
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     sth = {"log": LOG_ID, "tree_size": size, "root_hash": root.hex(), "timestamp": ts,
            "public_key": signing.public_key_b64(key), "signature": signing.sign(key, sth_message(size, root.hex(), ts))}
@@ -174,6 +243,7 @@ def sign_tree_head(settings: Settings, size: int, root: bytes) -> dict:
     body = json.dumps(sth, indent=2).encode()
     _write_atomic(d / "sth" / f"{size}.json", body)
     _write_atomic(d / "sth.json", body)
+    _LAST_SIGNED[str(d)] = time.monotonic()
     return sth
 
 
@@ -218,8 +288,15 @@ def _loaded(settings: Settings) -> tuple[list[bytes], dict[str, int]]:
         return hit[1], hit[2]
     leaves = read_leaves(d)
     index = {e["record_id"]: e["index"] for e in read_entries(d)}
-    _CACHE[key] = (stamp, leaves, index)
+    old = _CACHE.get(key)
+    memo = old[3] if old and len(old[1]) <= len(leaves) and old[1] == leaves[:len(old[1])] else {}
+    _CACHE[key] = (stamp, leaves, index, memo)   # perfect subtrees never change: their roots carry over
     return leaves, index
+
+
+def _memo(settings: Settings) -> dict:
+    hit = _CACHE.get(str(log_dir(settings)))
+    return hit[3] if hit else {}
 
 
 def inclusion(settings: Settings, record_id: str) -> dict | None:
@@ -230,7 +307,7 @@ def inclusion(settings: Settings, record_id: str) -> dict | None:
     if sth is None or i is None or i >= sth["tree_size"]:
         return None
     size = sth["tree_size"]
-    path = merkle.inclusion_proof(leaves[:size], i)
+    path = merkle.inclusion_proof(leaves[:size], i, _memo(settings))
     return {"leaf_index": i, "tree_size": size, "leaf_hash": leaves[i].hex(),
             "audit_path": [p.hex() for p in path], "root_hash": sth["root_hash"], "tree_head": sth,
             "verified": merkle.verify_inclusion(leaves[i], i, size, path, bytes.fromhex(sth["root_hash"]))}

@@ -98,7 +98,7 @@ def change_access(db: Database, citation_id: str, action: str, reason: str, *, a
                 raise
             from app.services.tlog import append_written
 
-            append_written(db.settings, writer.path.name, writer.take_appended())  # durable and committed: log it
+            append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
             return event_json(event, snap)
 
 
