@@ -105,11 +105,13 @@ def _page_pin(result: ParseResult) -> None:
             e.selectors["page_pin"] = selector(result.text, a, b)
 
 
-_PROGRESSION = re.compile(r"(?i)\b(?:boost|improv|increas|rais|doubl|tripl|push|brought|bring|got|jump|lift)\w*"
-                          r"(?:\s+\S+){0,4}?\s+to\s+(?:about\s+|around\s+)?[~≈]?\s*$")
-_UP_FROM = re.compile(r"(?i)\b(?:up|improved|increased|rising|rose)\s+from\s+(?:about\s+|around\s+)?[~≈]?\s*$")
+_RAISED_TO = re.compile(r"(?i)\b(?:boost|improv|increas|rais|doubl|tripl|push|brought|bring|got|jump|lift)\w*"
+                        r"(?:[ \t]+\S+){0,4}?[ \t]+to[ \t]+(?:about[ \t]+|around[ \t]+)?[~≈]?[ \t]*(?=\d)")
+_FIGURE_AT = re.compile(r"\d[\d,]*(?:\.\d+)?")
+_UP_FROM = re.compile(r"(?i)\b(?:up|improved|increased|rising|rose)[ \t]+from[ \t]+(?:about[ \t]+|around[ \t]+)?[~≈]?[ \t]*(?=\d)")
 _NEAR = 600     # characters: a tuning story told in one paragraph or the next
 _STORY_MAX = 2000
+_STORY_TEXT = 2_000_000
 
 
 def _page_engine(result: ParseResult) -> None:
@@ -138,49 +140,46 @@ def _page_engine(result: ParseResult) -> None:
 def _superseded(result: ParseResult) -> None:
     """A tuning story ("Initial decode was ~20 tok/s. Enabling CUDAGraph doubled throughput to ~43 tok/s.
     Tuning NCCL further boosted it to ~57 tok/s."): a figure the page says it raised to a later one is
-    superseded by it (``superseded_by``), so no working number is taken from it."""
+    superseded by it (``superseded_by``), so no working number is taken from it. One pass over the text
+    for the raises, then a lookup per raise."""
     text = result.text
     if not text or not 2 <= len(result.entries) <= _STORY_MAX:
         return      # (a table of thousands of rows tells no tuning story)
     placed = []
+    by_value: dict[float, list] = {}
     for e in result.entries:
         sel = e.selectors.get("headline_tps")
-        if sel and isinstance(e.fields.get("headline_tps"), (int, float)):
+        v = e.fields.get("headline_tps")
+        if sel and isinstance(v, (int, float)):
             placed.append((sel["start"], e))
+            by_value.setdefault(round(float(v), 4), []).append(e)
+    if len(placed) < 2 or not any(len(str(e.fields.get("label") or "").split()) > 6 for e in result.entries):
+        return      # no figure told in a sentence: no story to read
     placed.sort(key=lambda x: x[0])
     starts = [p for p, _e in placed]
-    for i, (pos, old) in enumerate(placed):      # "... about 13 tokens/second. Up from ~9 tokens/second ..."
-        if i and _UP_FROM.search(text[max(0, pos - 40):pos]):
-            pos1, new = placed[i - 1]
-            v = new.fields["headline_tps"]
-            if 0 < pos - pos1 <= 300 and v > old.fields["headline_tps"] and "superseded_by" not in old.fields:
-                old.fields["superseded_by"] = v
-                old.quotes["superseded_by"] = new.quotes.get("headline_tps") or str(v)
-                if "headline_tps" in new.selectors:
-                    old.selectors["superseded_by"] = new.selectors["headline_tps"]
-    for pos, later in placed:
-        # the place the page says it raised a figure to this one: its own, or a restatement of it
-        lit = later.quotes.get("headline_tps") or ""
-        raised = [pos] if _PROGRESSION.search(text[max(0, pos - 80):pos]) else []
-        if not raised and lit and len(lit) >= 2:
-            i, n = text.find(lit), 0
-            while i >= 0 and n < 50 and not raised:
-                if i != pos and _PROGRESSION.search(text[max(0, i - 80):i]):
-                    raised.append(i)
-                i, n = text.find(lit, i + 1), n + 1
-        if not raised:
+
+    def mark(old, new) -> None:
+        v = new.fields["headline_tps"]
+        if v > old.fields["headline_tps"] and "superseded_by" not in old.fields and old is not new:
+            old.fields["superseded_by"] = v
+            old.quotes["superseded_by"] = new.quotes.get("headline_tps") or str(v)
+            if "headline_tps" in new.selectors:
+                old.selectors["superseded_by"] = new.selectors["headline_tps"]
+
+    chunk = text[:_STORY_TEXT]
+    for m in _RAISED_TO.finditer(chunk):       # "... doubled throughput to ~43", "... boosted it to ~57"
+        num = _FIGURE_AT.match(chunk, m.end())
+        if not num:
             continue
-        at = raised[0]
-        v = later.fields["headline_tps"]
-        lo = bisect.bisect_left(starts, at - _NEAR)
-        for pos0, earlier in placed[lo:bisect.bisect_left(starts, at)]:
-            if earlier is later or not (0 < at - pos0 <= _NEAR) or earlier.fields.get("phase") != later.fields.get("phase"):
-                continue
-            if earlier.fields["headline_tps"] < v and "superseded_by" not in earlier.fields:
-                earlier.fields["superseded_by"] = v
-                earlier.quotes["superseded_by"] = later.quotes.get("headline_tps") or str(v)
-                if "headline_tps" in later.selectors:
-                    earlier.selectors["superseded_by"] = later.selectors["headline_tps"]
+        for later in by_value.get(round(float(num.group(0).replace(",", "")), 4), []):
+            lo = bisect.bisect_left(starts, m.end() - _NEAR)
+            for _p, earlier in placed[lo:bisect.bisect_left(starts, m.start())]:
+                if earlier.fields.get("phase") == later.fields.get("phase"):
+                    mark(earlier, later)
+    for m in _UP_FROM.finditer(chunk):          # "about 13 tokens/second. Up from ~9 tokens/second"
+        i = bisect.bisect_left(starts, m.end())
+        if 0 < i < len(placed) and placed[i][0] - m.end() <= 3 and m.start() - placed[i - 1][0] <= 300:
+            mark(placed[i][1], placed[i - 1][1])
 
 
 _FEWER_EXPERTS = re.compile(r"(?i)\bfewer\s+(?:activated\s+|active\s+|routed\s+)?experts\b|\breduc\w*\s+(?:the\s+)?"

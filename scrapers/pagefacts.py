@@ -128,25 +128,52 @@ _ENGINE_VERSION = None
 
 
 def page_pin(text: str, limit: int = 2_000_000) -> tuple[str, int, int] | None:
-    """The first thing on the page that pins a build: (quote, start, end), or None."""
+    """The first thing on the page that pins a build: (quote, start, end), or None. Cheap anchors first
+    (a dotted number, ``@sha256:``, an image tag), the expensive patterns only around them."""
     global _ENGINE_VERSION
     if _ENGINE_VERSION is None:
-        names = sorted(ENGINES + ["TensorRT", "deepsparse", "vllm-ascend", "ExLlamaV2", "ROCm llama.cpp"], key=len, reverse=True)
+        names = sorted(ENGINES + ["TensorRT", "deepsparse", "vllm-ascend", "ExLlamaV2"], key=len, reverse=True)
         _ENGINE_VERSION = re.compile(r"(?<![\w.-])(?:" + "|".join(re.escape(n) for n in names) +
-                                     r")[\s:=@-]*(?:version\s*)?(?P<v>v?\d+\.\d+(?:\.\d+)?[\w.+-]*)", re.I)
+                                     r")[\s:=@-]*(?:version\s*)?v?$", re.I)
     chunk = text[:limit]
     found = []
-    for pat in [_ENGINE_VERSION] + _PIN_PATTERNS:
-        for n, m in enumerate(pat.finditer(chunk)):
-            found.append((m.start("v"), m.group("v"), m.end("v")))
-            if n >= 20:
+    for n, m in enumerate(_DOTTED.finditer(chunk)):      # "SGLang 0.5.4", "TensorRT-LLM v0.5.0"
+        if n > 5000:
+            break
+        if _ENGINE_VERSION.search(chunk, max(0, m.start() - 40), m.start()):
+            found.append((m.start(), m.group(0), m.end()))
+            break
+    lines = [ln for ln in _CANDIDATE_LINE.findall(chunk)][:2000]    # lines that can hold an image, commit or build
+    sub = "\n".join(lines)
+    for pat in _PIN_PATTERNS[:4] + _PIN_PATTERNS[6:]:     # the patterns with a literal start
+        for k, m in enumerate(pat.finditer(sub)):
+            a = chunk.find(m.group("v"))
+            if a >= 0:
+                found.append((a, m.group("v"), a + len(m.group("v"))))
+            if k >= 2:
                 break
+    for anchor, pat in ((_DIGEST_AT, _PIN_PATTERNS[4]), (_TAG_AT, _PIN_PATTERNS[5])):   # images, near their anchor
+        for k, am in enumerate(anchor.finditer(sub)):
+            if k >= 20:
+                break
+            m = pat.search(sub, max(0, am.start() - 160), am.end() + 80)
+            if m:
+                a = chunk.find(m.group("v"))
+                if a >= 0:
+                    found.append((a, m.group("v"), a + len(m.group("v"))))
+                    break
     if not found:
         return None
     found.sort()
     clean = [x for x in found if not _DEV.search(x[1])]   # a release before a dev or nightly build
     a, v, b = (clean or found)[0]
     return v, a, b
+
+
+_DIGEST_AT = re.compile(r"@sha256:")
+_TAG_AT = re.compile(r":v?\d+\.\d")
+_DOTTED = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?[\w.+-]*")
+_CANDIDATE_LINE = re.compile(r"(?im)^.*(?:/|\bcommit\b|\bbuild\b|\bb\d{3,6}-|\brelease|\bversion\b|\bnew\s+in\b).*$")
 
 
 _DEV = re.compile(r"\.dev\d*|nightl|\bdev\b|snapshot|\bmain\b|\bmaster\b|\blatest\b", re.I)
