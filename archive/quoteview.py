@@ -359,16 +359,22 @@ from bisect import bisect_right  # noqa: E402
 _MARKUP = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|head|noscript|template|textarea|title|svg|math|object)\b"
                      r".*?(?:</\1\s*>|\Z)|<[^>]*>?", re.S | re.I)
 _TAG = re.compile(r"<[^>]*>?")
-SENTINEL = "caveat-mark"
+# Our own element names inside the parsed page, with a suffix no archived page can know (so a page that
+# contains <caveat-mark> itself cannot make marks or "rows not shown" notes of its own).
+import secrets as _secrets  # noqa: E402
+
+_TAG_SUFFIX = _secrets.token_hex(6)
+SENTINEL = f"caveat-mark-{_TAG_SUFFIX}"
+EXCERPT, OMITTED, NOTE = (f"caveat-{x}-{_TAG_SUFFIX}" for x in ("excerpt", "omitted", "note"))
 _KEPT_XPATH = "|".join(sorted(KEPT))
 _DROPPED_XPATH = "|".join(sorted(INVISIBLE))
 _XSLT = f"""<xsl:stylesheet version="1.0" xmlns:xsl="http://www.w3.org/1999/XSL/Transform">
 <xsl:output method="html" encoding="UTF-8" omit-xml-declaration="yes"/>
 <xsl:template match="/"><xsl:choose><xsl:when test="//body"><xsl:apply-templates select="//body/node()"/></xsl:when>
   <xsl:otherwise><xsl:apply-templates/></xsl:otherwise></xsl:choose></xsl:template>
-<xsl:template match="caveat-excerpt" priority="3"><div class="excerpt"><xsl:apply-templates/></div></xsl:template>
-<xsl:template match="caveat-omitted" priority="3"><tr class="omitted"><td colspan="{{@span}}"><xsl:value-of select="."/></td></tr></xsl:template>
-<xsl:template match="caveat-note" priority="3"><p class="omitted"><xsl:value-of select="."/></p></xsl:template>
+<xsl:template match="{EXCERPT}" priority="3"><div class="excerpt"><xsl:apply-templates/></div></xsl:template>
+<xsl:template match="{OMITTED}" priority="3"><tr class="omitted"><td colspan="{{@span}}"><xsl:value-of select="."/></td></tr></xsl:template>
+<xsl:template match="{NOTE}" priority="3"><p class="omitted"><xsl:value-of select="."/></p></xsl:template>
 <xsl:template match="{_DROPPED_XPATH}|comment()|processing-instruction()"/>
 <xsl:template match="{SENTINEL}" priority="2"><mark class="quote" data-n="{{@n}}"><xsl:attribute name="id"><xsl:choose>
   <xsl:when test="@n = '1'">quote</xsl:when><xsl:otherwise>quote-<xsl:value-of select="@n"/></xsl:otherwise>
@@ -596,10 +602,10 @@ class SourceDoc:
             heading = src[hm.start():hm.end()]
         parts = [heading, src[t0:head_end]]
         if skipped_above > 0:
-            parts.append(f'<caveat-omitted span="{width}">... {skipped_above:,} row(s) above not shown</caveat-omitted>')
+            parts.append(f'<{OMITTED} span="{width}">... {skipped_above:,} row(s) above not shown</{OMITTED}>')
         parts += [src[window_start:a], f'<{SENTINEL} n="1">', src[a:b], f"</{SENTINEL}>", src[b:window_end]]
         if skipped_below > 0:
-            parts.append(f'<caveat-omitted span="{width}">... {skipped_below:,} row(s) below not shown</caveat-omitted>')
+            parts.append(f'<{OMITTED} span="{width}">... {skipped_below:,} row(s) below not shown</{OMITTED}>')
         parts.append("</table>")
         try:
             root = lxml.html.document_fromstring("".join(parts))
@@ -616,7 +622,7 @@ class SourceDoc:
             up = _up(mark, tags)
             if up is not None:
                 up.set("data-caveat-hot", "1")
-        box = etree.Element("caveat-excerpt")
+        box = etree.Element(EXCERPT)
         body = root.find("body")
         for child in list(body if body is not None else root):
             box.append(child)
@@ -677,7 +683,7 @@ def _excerpt(mark):
 
     from lxml import etree
 
-    box = etree.Element("caveat-excerpt")
+    box = etree.Element(EXCERPT)
     table = _up(_up(mark, {"tr"}), {"table"}) if _up(mark, {"tr"}) is not None else None
     anchor = table if table is not None else _block_of(mark)
     if anchor is None:
@@ -707,13 +713,13 @@ def _excerpt(mark):
             new.append(copy.deepcopy(r))
         lo, hi = max(len(head), i - ROWS), min(len(rows), i + ROWS + 1)
         if lo > len(head):
-            om = etree.SubElement(new, "caveat-omitted", span=str(width))
+            om = etree.SubElement(new, OMITTED, span=str(width))
             om.text = f"... {lo - len(head):,} row(s) above not shown"
         for r in rows[lo:hi]:
             new.append(copy.deepcopy(r))
             new[-1].tail = None
         if hi < len(rows):
-            om = etree.SubElement(new, "caveat-omitted", span=str(width))
+            om = etree.SubElement(new, OMITTED, span=str(width))
             om.text = f"... {len(rows) - hi:,} row(s) below not shown"
         return box
     parent = anchor.getparent()
@@ -721,12 +727,12 @@ def _excerpt(mark):
     i = sibs.index(anchor)
     lo, hi = max(0, i - NEIGHBOURS), min(len(sibs), i + NEIGHBOURS + 1)
     if lo > 0:
-        etree.SubElement(box, "caveat-note").text = f"... {lo:,} block(s) above not shown"
+        etree.SubElement(box, NOTE).text = f"... {lo:,} block(s) above not shown"
     for el in sibs[lo:hi]:
         box.append(copy.deepcopy(el))
         box[-1].tail = None
     if hi < len(sibs):
-        etree.SubElement(box, "caveat-note").text = f"... {len(sibs) - hi:,} block(s) below not shown"
+        etree.SubElement(box, NOTE).text = f"... {len(sibs) - hi:,} block(s) below not shown"
     return box
 
 

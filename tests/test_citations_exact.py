@@ -236,3 +236,15 @@ def test_the_excerpt_keeps_caption_and_header_of_a_sectioned_table_and_nested_ta
     inner = page.index("inner 77.5")
     k = client.get(f"/c/{snap.citation_id}.json", params={"q": "77.5", "pos": inner + 6}).json()
     assert k["matched"] == "77.5" and BeautifulSoup(k["html"], "html.parser").select_one("mark#quote")
+
+
+def test_a_page_cannot_forge_our_marks_or_notes(app, server, client):
+    page = ("<html><body><table><tr><th>a</th></tr><tr><td><caveat-mark n='x'>fake</caveat-mark> 412.5</td></tr>"
+            "<caveat-omitted span='1'>... 9 row(s) above not shown</caveat-omitted></table></body></html>")
+    url = server.route("/forge", page)
+    snap = capture_urls(app.state.db, [url])[0].snapshot
+    pos = page.index("412.5")
+    r = client.get(f"/c/{snap.citation_id}.json", params={"q": "412.5", "pos": pos})
+    assert r.status_code == 200
+    soup = BeautifulSoup(r.json()["html"], "html.parser")
+    assert [m.get_text() for m in soup.find_all("mark")] == ["412.5"] and not soup.select("tr.omitted")
