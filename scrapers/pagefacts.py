@@ -122,7 +122,8 @@ _PIN_PATTERNS = [re.compile(p, re.I) for p in (
     r"(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64})",
     r"(?<![\w/.-])(?!" + _BASE_IMAGES + r":)(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:v?\d+\.\d+[\w.+-]*)",
     r"/releases/(?:download|tag)/(?P<v>v?\d+\.\d+(?:\.\d+)?[\w.+-]*)",
-    r"\b(?:new\s+in|release[d]?|version)\s*:?\s*(?P<v>v?\d+\.\d+\.\d+[\w.+-]*)",
+    r"(?<!cuda )(?<!driver )(?<!python )(?<!torch )(?<!pytorch )(?<!rocm )(?<!nccl )\b(?:new\s+in|release[d]?|version)"
+    r"\s*:?\s*(?P<v>v?\d+\.\d+\.\d+[\w.+-]*)",
 )]
 _ENGINE_VERSION = None
 
