@@ -263,3 +263,19 @@ def test_a_prose_sentence_is_not_a_scenario_label():
     b = recipe_id_for(recipe_key(dict(base, label="Up from 9 tokens/second with only the 3090s.")))
     assert a == b  # two sentences about one setup: one recipe
     assert recipe_id_for(recipe_key(dict(base, label="fp8 KV"))) != recipe_id_for(recipe_key(dict(base, label="nvfp4 KV")))
+
+
+def test_recipe_key_keeps_a_rows_settings_and_drops_its_links_and_workload_names():
+    from app.services.identity import recipe_key
+
+    base = {"model": "m", "hardware": "RTX 3090", "headline_tps": 50.0, "headline_label": "python", "label": "python"}
+    a = recipe_key({**base, "_extra": {"draft-min": "1", "rocm": "6.4.1"}})
+    b = recipe_key({**base, "_extra": {"draft-min": "2", "rocm": "6.4.1"}})
+    assert a != b and a["x_draft-min"] == 1 and "label" not in a          # the column's workload is not a key
+    link = recipe_key({**base, "_extra": {"link": "https://example.org/run/1", "status": "verified"}})
+    assert link == recipe_key({**base, "_extra": {"link": "https://example.org/run/2", "status": "pending"}})
+    assert recipe_key({**base, "label": "Server", "headline_label": "tok/s"}) == \
+        recipe_key({**base, "label": "Offline", "headline_label": "tok/s"})      # MLPerf scenarios: the load
+    assert recipe_key({**base, "label": "6 experts", "headline_label": "tok/s"}) != \
+        recipe_key({**base, "label": "8 experts", "headline_label": "tok/s"})
+    assert recipe_key({**base, "kv_cache": "fp8"}) != recipe_key({**base, "kv_cache": "nvfp4_ds_mla"})

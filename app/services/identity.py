@@ -172,8 +172,12 @@ def _scenario_label(label: str) -> bool:
     return 0 < len(text) <= 48 and len(text.split()) <= 6 and not re.search(r"[.!?]\s|[.!?]$|\n", label.strip())
 
 
-_PARAM = re.compile(r"^[a-z][a-z0-9]*(?:[-_][a-z0-9]+)*$")      # draft-min, n_ubatch, flash_attn, grpsz
-_NOT_PARAM = re.compile(r"^(?:rank|pos|position|no|id|index|row|n|#)$|time|date|ms$|_ms|mem|vram|size|ttft|tpot|itl|latency|speed|ratio|rate|score|acc|"
+_PARAM = re.compile(r"^[a-z][a-z0-9.]*(?:[-_][a-z0-9]+)*$")    # a setting's name: draft-min, n_ubatch, grpsz, rocm
+# single words that name a setting of the row (never a link, a status or a score)
+_PARAM_WORDS = {"version", "kernel", "backend", "mode", "method", "grpsz", "act", "split", "fa", "ngl", "mmap", "ubatch",
+                "batch", "threads", "sm", "precision", "dtype", "arm", "variant", "build"}
+_NOT_PARAM = re.compile(r"^(?:rank|pos|position|no|id|index|row|n|#)$|link|url|href|source|status|verif|vote|like|star|"
+                        r"comment|remark|note|user|author|submit|ref|time|date|ms$|_ms|mem|vram|size|ttft|tpot|itl|latency|speed|ratio|rate|score|acc|"
                         r"sample|std|avg|mean|median|p\d\d|tps|tok|throughput|model|gpu|cpu|build|commit", re.I)
 
 
@@ -234,7 +238,9 @@ def recipe_key(fields: dict) -> dict | None:
             key[f"x_{name}"] = norm_number(extra[name])
     for name, value in extra.items():     # the row's own parameter columns (draft-min, draft-p-min, n_ubatch)
         n = str(name).strip().lower()
-        if n not in ("workload", "peak") and _PARAM.match(n) and not _NOT_PARAM.search(n) and f"x_{n}" not in key and isinstance(value, (str, int, float)):
+        v = str(value)
+        if n not in ("workload", "peak") and (_PARAM.match(n) or n in _PARAM_WORDS) and \
+                (n in _PARAM_WORDS or not _NOT_PARAM.search(n)) and len(v) <= 32 and "://" not in v and f"x_{n}" not in key and isinstance(value, (str, int, float)):
             key[f"x_{n}"] = norm_number(value)
     return {k: v for k, v in key.items() if v is not None}
 
