@@ -1,0 +1,34 @@
+"""Migration 20261201_0009 (issue 13): citation URLs stored with a host before are rewritten host-free,
+so they are built from CAVEAT_BASE_URL (or the request origin) when served; other URLs are kept."""
+
+from __future__ import annotations
+
+from alembic import command
+from sqlalchemy import select
+
+from app.db import Database, alembic_config
+from app.models import Entry, Flag
+
+
+def test_stored_citation_urls_lose_their_host(backend_settings):
+    db = Database(backend_settings)
+    cfg = alembic_config(db.url)
+    with db.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "20261201_0008")
+    with db.Session() as s:
+        e = Entry(source_id=None, entry_key="k", model="m")
+        s.add(e)
+        s.flush()
+        s.add(Flag(entry_id=e.id, rule="r", severity="high", explanation="x", ruleset_version="v",
+                   citation="http://127.0.0.1:8000/c/ABCD-EFGH?q=1%2C004.9",
+                   evidence={"numbers": {}, "quotes": [
+                       {"field": "headline_tps", "text": "1,004.9", "citation": "http://127.0.0.1:8100/c/ABCD-EFGH?q=1"},
+                       {"field": "notes", "text": "n", "citation": "https://example.org/not-ours"}]}))
+        s.commit()
+    db.upgrade()
+    with db.Session() as s:
+        f = s.scalar(select(Flag))
+        assert f.citation == "/c/ABCD-EFGH?q=1%2C004.9"
+        assert [q["citation"] for q in f.evidence["quotes"]] == ["/c/ABCD-EFGH?q=1", "https://example.org/not-ours"]
+    db.dispose()
