@@ -37,8 +37,9 @@ _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-
                         r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
 _ENGINE_LINE = re.compile(r"(?m)^\s*Engine:\s*([A-Za-z][\w.-]*(?:\s+v?\d[\w.+-]*)?)|(?<=\s)Engine:\s*([A-Za-z][\w.-]*\s+v?\d[\w.+-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
-_SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+)?(?:settings?|setup|environment|"
-                    r"configuration|config|hardware|system|test\s+bed|testbed|specs?)\b")
+_SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+|standard\s+)?(?:settings?|setup|environment|"
+                    r"configuration|config|hardware|system|test\s+bed|testbed|specs?|methodology|method|conditions|"
+                    r"test|how\s+(?:we|it\s+was)\s+(?:tested|measured|run))\b")
 def _bare(title: str) -> str:
     """A heading without its emoji and markers: "🎯 Test Configuration" -> "Test Configuration"."""
     return re.sub(r"^[^\w]+", "", title.strip())
