@@ -45,6 +45,24 @@ def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
     return find_model(name) or name
 
 
+def _models_here(text: str) -> bool:
+    from scrapers.pagefacts import models_in
+
+    return bool(models_in(_LINKS.sub(lambda m: " " * len(m.group(0)), text)))
+
+
+def _last_model_before(chunk: str, a: int) -> str | None:
+    """The last model named in the same paragraph before the sentence (within 600 characters)."""
+    from scrapers.pagefacts import find_model, models_in
+
+    start = max(0, a - 600, chunk.rfind("\n\n", 0, a) + 2)
+    found = models_in(_LINKS.sub(lambda m: " " * len(m.group(0)), chunk[start:a]))
+    if not found:
+        return None
+    name = found[-1][1]
+    return find_model(name) or name
+
+
 _KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+"
                      r"second|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
                      r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
@@ -154,6 +172,10 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             near = _nearest_model(chunk, sent_a, sent_b, off, m.end())
             if near:
                 b.put("model", near, near)     # the model named nearest the figure in its sentence
+            elif not _models_here(chunk[sent_a:sent_b]):
+                before = _last_model_before(chunk, sent_a)
+                if before:     # "I also have Qwen2.5-7B-Instruct handy. With that model ... I get 45 t/s"
+                    b.put("model", before, before)
             if m.group("approx") and re.match(r"(?i)up\s+to", m.group("approx")):
                 b.entry.extra["peak"] = True
             for f in ("steady_low", "steady_high"):      # the paragraph's stated steady state is its run's
