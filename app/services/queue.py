@@ -181,6 +181,8 @@ def _counts(session: Session, f: QueueFilters) -> dict:
 
 
 def queue_counts(session: Session, f: QueueFilters) -> dict:
+    """The counts for ``f``: from the cache when nothing changed (or only a carried decision), else a
+    recount. The cache keeps each filter set's full tallies and, once asked for, their formatted form."""
     url = str(session.get_bind().url)
     key = (url, replace(f, page=1, sort="severity"), fingerprint(session))
     with _lock:
@@ -188,12 +190,14 @@ def queue_counts(session: Session, f: QueueFilters) -> dict:
         if hit is not None:
             _cache.move_to_end(key)
     if hit is None:
-        hit = _raw_counts(session, f)
+        hit = {"tallies": _raw_counts(session, f), "formatted": None}
         with _lock:
             _cache[key] = hit
             while len(_cache) > _CACHE_SIZE:
                 _cache.popitem(last=False)
-    return _format(session, hit)
+    if hit["formatted"] is None:
+        hit["formatted"] = _format(session, hit["tallies"])
+    return hit["formatted"]
 
 
 # -- a decision moves the counts by a delta instead of a recount ------------------------------------
@@ -268,15 +272,15 @@ def apply_decision(before: QueueState, after: QueueState, decision_id: int, sour
         return 0
     carried = 0
     with _lock:
-        for (url, f, fp), tallies in list(_cache.items()):
+        for (url, f, fp), cached in list(_cache.items()):
             if url != before.url or fp != before.fingerprint:
                 continue
-            t = {k: Counter(v) for k, v in tallies.items()}
+            t = {k: Counter(v) for k, v in cached["tallies"].items()}
             src = source_ids.get(f.source) if f.source is not None else None
             for eid in set(before.rows) | set(after.rows):
                 _shift(t, f, src, before.rows.get(eid), -1)
                 _shift(t, f, src, after.rows.get(eid), +1)
-            _cache[(url, f, after.fingerprint)] = t
+            _cache[(url, f, after.fingerprint)] = {"tallies": t, "formatted": None}
             carried += 1
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
