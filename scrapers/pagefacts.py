@@ -144,7 +144,13 @@ def page_pin(text: str, limit: int = 2_000_000) -> tuple[str, int, int] | None:
         if _ENGINE_VERSION.search(chunk, max(0, m.start() - 40), m.start()):
             found.append((m.start(), m.group(0), m.end()))
             break
-    lines = [ln for ln in _CANDIDATE_LINE.findall(chunk)][:2000]    # lines that can hold an image, commit or build
+    lines = []      # lines (cut at 4,000 characters) that can hold an image, commit or build
+    for ln in chunk.split("\n", 200_000):
+        ln = ln[:4000]
+        if _CANDIDATE_LINE.search(ln):
+            lines.append(ln)
+            if len(lines) >= 2000:
+                break
     sub = "\n".join(lines)
     for pat in _PIN_PATTERNS[:4] + _PIN_PATTERNS[6:]:     # the patterns with a literal start
         for k, m in enumerate(pat.finditer(sub)):
@@ -174,7 +180,7 @@ def page_pin(text: str, limit: int = 2_000_000) -> tuple[str, int, int] | None:
 _DIGEST_AT = re.compile(r"@sha256:")
 _TAG_AT = re.compile(r":v?\d+\.\d")
 _DOTTED = re.compile(r"(?<![\w.])v?\d+\.\d+(?:\.\d+)?[\w.+-]*")
-_CANDIDATE_LINE = re.compile(r"(?im)^.*(?:/|\bcommit\b|\bbuild\b|\bb\d{3,6}-|\brelease|\bversion\b|\bnew\s+in\b).*$")
+_CANDIDATE_LINE = re.compile(r"(?i)/|\bcommit\b|\bbuild\b|\bb\d{3,6}-|\brelease|\bversion\b|\bnew\s+in\b")
 
 
 _DEV = re.compile(r"\.dev\d*|nightl|\bdev\b|snapshot|\bmain\b|\bmaster\b|\blatest\b", re.I)

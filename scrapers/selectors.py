@@ -65,16 +65,35 @@ def pin_in_order(entries, text: str) -> None:
                 sels["headline_tps"] = {"exact": head, "prefix": text[i - CONTEXT if i > CONTEXT else 0:i],
                                         "suffix": text[j:j + CONTEXT], "start": i, "end": j}
                 cursor = i
+        row_a, row_b = _row(text, cursor) if head else (cursor, cursor)
         for f, q in quotes.items():
             if not q or f in sels:
                 continue
-            k = find(q, cursor, cursor + 200 if cursor + 200 < n else n)   # the same row, just after its figure
+            k = find(q, row_a, row_b) if row_b > row_a else -1    # the figure's own row (<tr>...</tr>, or its line)
+            if k < 0:
+                k = find(q, cursor, cursor + 200 if cursor + 200 < n else n)   # just after its figure
             if k < 0:
                 k = find_near(text, q, cursor)
             if k >= 0:
                 j = k + len(q)
                 sels[f] = {"exact": q, "prefix": text[k - CONTEXT if k > CONTEXT else 0:k],
                            "suffix": text[j:j + CONTEXT], "start": k, "end": j}
+
+
+def _row(text: str, at: int, reach: int = 3000) -> tuple[int, int]:
+    """The table row around offset ``at``: an HTML ``<tr>`` element when one encloses it, else its line."""
+    lo = at - reach if at > reach else 0
+    tr = text.rfind("<tr", lo, at)
+    if tr >= 0:
+        end = text.find("</tr", at, at + reach)
+        nxt = text.find("<tr", at, at + reach)
+        if end >= 0 and (nxt < 0 or end < nxt):
+            return tr, end
+    a = text.rfind("\n", lo, at)
+    b = text.find("\n", at, at + reach)
+    if (a < 0 and lo > 0) or b < 0:
+        return at, at        # no line of its own within reach (a minified document): no row to search
+    return a + 1, b
 
 
 def find_near(text: str, quote: str, at: int, reach: int = 4000) -> int:

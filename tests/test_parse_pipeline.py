@@ -314,3 +314,25 @@ def test_up_from_names_the_earlier_figure():
                        b"Up from ~9 tokens/second with only the old cards.\n", kind="markdown")
     by = {e.fields["headline_tps"]: e for e in r.entries}
     assert by[9.0].fields.get("superseded_by") == 13.0 and "superseded_by" not in by[13.0].fields
+
+
+def test_html_row_selectors_stay_in_their_own_row():
+    """Model, engine and hardware cells come before the figure in a row: each entry's selectors pin the
+    cells of its own <tr>, never the next row's, and a value repeated in two rows is pinned twice."""
+    from pathlib import Path
+
+    import scrapers
+
+    root = Path(__file__).resolve().parent.parent
+    r = scrapers.parse((root / "app/demo_data/decode-leaderboard.html").read_bytes(), kind="html",
+                       content_type="text/html")
+    assert len(r.entries) >= 6
+    for e in r.entries:
+        h = e.selectors["headline_tps"]
+        for f, sel in e.selectors.items():
+            if f in ("page_pin", "rig_clocks", "rig_power", "superseded_by"):
+                continue      # page context: stated elsewhere on the page by design
+            a, b = sorted((sel["start"], h["start"]))
+            assert "<tr" not in r.text[a:b], (f, e.fields.get(f), e.fields["headline_tps"])
+    twenty = [e.selectors["draft_tokens"]["start"] for e in r.entries if e.fields.get("draft_tokens") == 20]
+    assert len(twenty) == len(set(twenty)) >= 2
