@@ -41,7 +41,9 @@ def header(answer: dict) -> str:
     return f"{answer['recipe_id']}  " + " · ".join(str(p) for p in parts if p not in (None, ""))
 
 
-def render(recipe, answer: dict) -> str:
+def render(recipe, answer: dict, settings=None) -> str:
+    from app.services.citations import absolute
+
     lines = [header(answer)]
     if answer["quotable_tps"] is None:
         lines.append("  quotable:  none (nothing here may be quoted as a decode speed)")
@@ -50,7 +52,8 @@ def render(recipe, answer: dict) -> str:
     lines.append(f"  why:       {answer['reason']}")
     m = answer.get("measurement")
     if m:
-        lines.append(f"  measured:  measurement {m['id']} on {str(m.get('measured_at') or '?')[:10]}: {m['citation']}")
+        lines.append(f"  measured:  measurement {m['id']} on {str(m.get('measured_at') or '?')[:10]}: "
+                     f"{absolute(settings, m['citation'])}")
     head = f"  headline:  {_num(answer['headline_tps'])} tok/s"
     if answer.get("phase") in ("prefill", "e2e"):
         head += f"  ({answer['phase']}, not a decode speed)"
@@ -60,7 +63,7 @@ def render(recipe, answer: dict) -> str:
     for f in answer.get("flags") or []:
         lines.append(f"  [{f['severity']}] {f['rule']}: {f['explanation']}")
         if f.get("citation"):
-            lines.append(f"      {f['citation']}")
+            lines.append(f"      {absolute(settings, f['citation'])}")
     if not answer.get("flags"):
         lines.append("  no flags standing on the headline")
     return "\n".join(lines)
@@ -92,7 +95,7 @@ def quote(obj: CliContext, query: str, as_json: bool) -> None:
             answers = [a for _, a in found]
             emit({"count": len(answers), "recipes": answers})
             return
-        click.echo("\n\n".join(render(r, a) for r, a in found))
+        click.echo("\n\n".join(render(r, a, obj.settings) for r, a in found))
 
 
 @main.command()

@@ -58,7 +58,7 @@ def _select(session: Session, source: str | None, since: datetime | None) -> lis
     if source:
         src = session.scalars(select(Source).where(Source.name == source)).first()
         if src is None:
-            raise NotFound(f"no source named {source!r}; `caveat sources` lists them")
+            raise NotFound(f"no source named {source!r}; `caveat source list` lists them")
         q = q.where(Snapshot.source_id == src.id)
     if since:
         q = q.where(Snapshot.timestamp >= ts17(since))
