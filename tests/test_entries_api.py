@@ -144,3 +144,36 @@ def test_entry_provenance_carries_a_selector_that_pins_one_occurrence(client, ap
     assert set(got) == {"alpha-7B", "beta-7B"}
     assert got["alpha-7B"] != got["beta-7B"]
     assert page.rfind("alpha-7B", 0, got["alpha-7B"]) > page.rfind("beta-7B", 0, got["alpha-7B"])
+
+
+def test_entry_citations_pin_the_occurrence_they_were_read_from(client, app, server):
+    """Every citation the entries API emits carries the parser's selector (prefix, suffix, pos), so a
+    figure repeated on the page cites its own row; the pinned link resolves to that occurrence."""
+    from urllib.parse import parse_qs, urlsplit
+
+    from app.services.crawl import crawl
+    from app.services.sources import add_source
+
+    page = ("<table><tr><th>Model</th><th>Draft</th><th>tok/s</th></tr>"
+            "<tr><td>GLM-5.3-Flash</td><td>20</td><td>482.4</td></tr>"
+            "<tr><td>GLM-5.3-Flash</td><td>20</td><td>514.3</td></tr></table>").encode()
+    url = server.route("/pins", page, content_type="text/html; charset=utf-8")
+    db = app.state.db
+    with db.session() as s:
+        add_source(s, "pins", url, "html")
+    crawl(db, app.state.settings, ["pins"])
+    rows = client.get("/api/entries", params={"source": "pins"}).json()["entries"]
+    assert len(rows) == 2
+    positions = set()
+    for row in rows:
+        q = parse_qs(urlsplit(row["citation"]).query)
+        assert {"q", "prefix", "suffix", "pos"} <= set(q), row["citation"]
+        body = client.get(f"/api/entries/{row['id']}").json()
+        prov = body["provenance"]["draft_tokens"]
+        pq = parse_qs(urlsplit(prov["citation"]).query)
+        assert pq["pos"] == [str(prov["selector"]["start"])]
+        positions.add(prov["selector"]["start"])
+        assert "pos" in parse_qs(urlsplit(body["history"][0]["citation"]).query)
+        r = client.get(urlsplit(prov["citation"]).path + "?" + urlsplit(prov["citation"]).query)
+        assert r.status_code == 200
+    assert len(positions) == 2      # the two "20"s are two occurrences

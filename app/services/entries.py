@@ -19,13 +19,21 @@ MAX_LIMIT = 500
 SEVERITIES = ("critical", "high", "medium", "low")
 
 
-def quote_url(settings: Settings, citation_id: str | None, text: str | None) -> str | None:
-    """The citation URL of ``text`` inside snapshot ``citation_id`` (the whole snapshot without text)."""
+def quote_url(settings: Settings, citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
+    """The citation URL of ``text`` inside snapshot ``citation_id`` (the whole snapshot without text), pinned
+    to the one occurrence the parser read it from when its ``selector`` is known (prefix, suffix, pos)."""
     if not citation_id:
         return None
     if not text:
-        return f"{settings.base_url}/c/{citation_id}"
+        return f"{citations.public_base(settings)}/c/{citation_id}"
+    if selector:
+        return citations.selector_url(settings, citation_id, text, selector)
     return citations.quote_url(settings, citation_id, text)
+
+
+def _selector(provenance: dict | None, name: str) -> dict | None:
+    sels = (provenance or {}).get("_selectors")
+    return sels.get(name) if isinstance(sels, dict) else None
 
 
 def _flags(session: Session, entry_ids: list[int]) -> dict[int, list[dict]]:
@@ -45,7 +53,8 @@ def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_i
         "engine": e.engine, "engine_version": e.engine_version, "quantization": e.quantization,
         "headline_tps": e.headline_tps, "steady_state": steady, "draft_tokens": e.draft_tokens,
         "acceptance_rate": e.acceptance_rate, "concurrency": e.concurrency, "recipe_id": e.recipe_id,
-        "notes": e.notes, "snapshot": citation_id, "citation": quote_url(settings, citation_id, headline_quote),
+        "notes": e.notes, "snapshot": citation_id,
+        "citation": quote_url(settings, citation_id, headline_quote, _selector(provenance, "headline_tps")),
         "working_tps": e.working_tps, "basis": e.basis, "flags": flags, "gone": e.gone,
     }
 
@@ -120,7 +129,7 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
     selectors = prov.get("_selectors") or {}
     out["provenance"] = {
         name: {"value": (current.fields or {}).get(name), "quote": text, "selector": selectors.get(name),
-               "snapshot": cid, "citation": quote_url(settings, cid, text)}
+               "snapshot": cid, "citation": quote_url(settings, cid, text, selectors.get(name))}
         for name, text in prov.items() if not name.startswith("_")
     }
     out["context"] = ((current.provenance or {}) if current else {}).get("_context")
@@ -128,7 +137,8 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
         {"version": v.version_no, "snapshot": vcid, "captured_at": cap.isoformat() if cap else None, "url": url,
          "changed_fields": v.changed_fields or {}, "warnings": v.warnings or [], "parser": v.parser,
          "headline_tps": (v.fields or {}).get("headline_tps"),
-         "citation": quote_url(settings, vcid, (v.provenance or {}).get("headline_tps"))}
+         "citation": quote_url(settings, vcid, (v.provenance or {}).get("headline_tps"),
+                               _selector(v.provenance, "headline_tps"))}
         for v, vcid, cap, url in versions
     ]
     out["recipe"] = f"/api/recipes/{e.recipe_id}" if e.recipe_id else None
