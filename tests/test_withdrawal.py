@@ -165,3 +165,41 @@ def test_capture_list_groups_by_day_with_a_json_twin(client, three):
     # the framed view and the citation page link to it
     frame = BeautifulSoup(client.get(f"/web/{a.timestamp}/{url}").text, "html.parser")
     assert frame.select_one("a.captures-link")["href"] == f"/web/*/{url}"
+
+
+def test_a_withdrawn_capture_leaves_the_quotable_evidence_and_comes_back_on_reinstate(app, client, server):
+    """The seed's GLM-5.3-Flash ladder, crawled: quotable 373 on its steady state. Withdraw the capture it
+    was read from: the recipe quotes nothing and every entry's working number is none (the reason says
+    why); reinstate it: 373 again. Real crawl, the withdrawal service, the public API."""
+    from app.models import Entry
+    from app.services.crawl import crawl
+    from app.services.sources import add_source
+    from app.services.withdrawal import change_access
+
+    rows = "".join(f"<tr><td>GLM-5.3-Flash</td><td>RTX PRO 6000</td><td>SGLang</td><td>{k}</td><td>{t}</td>"
+                   f"<td>{'acceptance 64/1.00 on locked attractor; steady state 373-391 tok/s' if k == 64 else ''}</td></tr>"
+                   for k, t in ((8, "300.7"), (12, "443.1"), (28, "808.5"), (64, "1,004.9")))
+    page = ("<table><tr><th>Model</th><th>GPU</th><th>Engine</th><th>Draft tokens</th><th>tok/s</th><th>Notes</th></tr>"
+            f"{rows}</table>")
+    url = server.route("/ladder", page, content_type="text/html; charset=utf-8")
+    db = app.state.db
+    with db.session() as s:
+        add_source(s, "ladder", url, "html")
+    crawl(db, app.state.settings, ["ladder"])
+    with db.Session() as s:
+        rid = s.scalar(select(Entry.recipe_id).where(Entry.model == "GLM-5.3-Flash"))
+        cid = s.scalar(select(Snapshot.citation_id).where(Snapshot.url == url))
+
+    def answer():
+        return client.get(f"/api/recipes/{rid}/quotable").json()
+
+    assert (answer()["quotable_tps"], answer()["basis"]) == (373.0, "steady_state")
+    change_access(db, cid, "withdraw", "captured by mistake", actor="tester")
+    a = answer()
+    assert a["quotable_tps"] is None and a["basis"] == "none"
+    assert cid not in str(a.get("citations"))      # none of its evidence is cited
+    with db.Session() as s:
+        entries = s.scalars(select(Entry).where(Entry.recipe_id == rid)).all()
+        assert entries and all(e.working_tps is None and "withdrawn" in (e.basis_reason or "") for e in entries)
+    change_access(db, cid, "reinstate", "it was right after all", actor="tester")
+    assert (answer()["quotable_tps"], answer()["basis"]) == (373.0, "steady_state")

@@ -39,6 +39,7 @@ class Loaded:
     fields: dict
     quotes: dict
     citation_id: str | None
+    withheld: bool = False      # its capture is withdrawn or restricted: no evidence for a quotable number
 
 
 def cite_ref(citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
@@ -62,20 +63,21 @@ def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
     versions: dict[int, tuple[dict, dict, str | None]] = {}
     for part in chunked(version_ids, CHUNK):
         q = (select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance, EntryVersion.extra,
-                    Snapshot.citation_id)
+                    Snapshot.citation_id, Snapshot.access)
              .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id).where(EntryVersion.id.in_(part)))
-        for vid, fields, prov, extra, cid in session.execute(q):
+        for vid, fields, prov, extra, cid, access in session.execute(q):
             fields = fields or {}
             if extra:  # source columns no parser field names (llama-bench's type_k, say): rules may read them
                 fields = {**fields, "_extra": extra}
-            versions[vid] = (fields, prov or {}, cid)
+            versions[vid] = (fields, prov or {}, cid, (access or "public") != "public")
     out = []
     for e in entries:
         if e.current_version_id in versions:
-            fields, prov, cid = versions[e.current_version_id]
+            fields, prov, cid, withheld = versions[e.current_version_id]
         else:  # no stored version: fall back on the entry's own columns
-            fields, prov, cid = {k: getattr(e, k) for k in DENORMALISED if getattr(e, k) is not None}, {}, None
-        out.append(Loaded(e, fields, prov, cid))
+            fields, prov, cid, withheld = ({k: getattr(e, k) for k in DENORMALISED if getattr(e, k) is not None},
+                                           {}, None, False)
+        out.append(Loaded(e, fields, prov, cid, withheld))
     return out
 
 
@@ -185,7 +187,7 @@ def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
     return Candidate(item.entry.id, f.get("headline_tps"), f.get("spread"), list(f.get("samples") or []),
                      f.get("steady_low"), f.get("steady_high"),
                      [StandingFlag(x.rule, x.severity) for x in standing(flags)], phase=f.get("phase"),
-                     superseded=f.get("superseded_by") is not None)
+                     superseded=f.get("superseded_by") is not None, withheld=item.withheld)
 
 
 SUMMARY = ("working_tps", "basis", "basis_reason", "inflation_ratio", "max_severity", "severity_rank",
@@ -291,7 +293,7 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
     for key, group in groups.items():
         cands = [candidate(i, flags_by_entry[i.entry.id]) for i in group]
         ms = measured.get(key, []) if isinstance(key, str) else []
-        steady = lowest_steady(cands)
+        steady = lowest_steady([c for c in cands if not c.withheld])   # a withdrawn capture states nothing
         for item, cand in zip(group, cands):
             changed = _summarise(item.entry, flags_by_entry[item.entry.id],
                                  decide(cands, ms, entry=cand, recipe_steady=steady))
@@ -301,7 +303,8 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
         if isinstance(key, str):
             recipe = recipes.get(key)
             if recipe is not None:
-                answer = recipe_answer(settings, key, group, flags_by_entry, decide(cands, ms))
+                shown = [i for i in group if not i.withheld]   # a withdrawn capture is no evidence
+                answer = recipe_answer(settings, key, shown, flags_by_entry, decide(cands, ms))
                 if (recipe.quotable, recipe.quotable_tps, recipe.basis) != (answer, answer["quotable_tps"],
                                                                             answer["basis"]):
                     recipe_updates.append({"id": recipe.id, "quotable": answer, "quotable_tps": answer["quotable_tps"],

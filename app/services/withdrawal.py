@@ -99,7 +99,24 @@ def change_access(db: Database, citation_id: str, action: str, reason: str, *, a
             from app.services.tlog import append_written
 
             append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
-            return event_json(event, snap)
+            out = event_json(event, snap)
+            snap_id = snap.id
+    _reaudit(db, snap_id)
+    return out
+
+
+def _reaudit(db: Database, snapshot_id: int) -> None:
+    """The recipes whose entries were read from this capture: their quotable answers and working numbers
+    leave out (or take back) its evidence."""
+    from app.models import Entry, EntryVersion
+    from app.services.audit import audit_recipes
+
+    with db.Session() as s:
+        rids = set(s.scalars(select(Entry.recipe_id).join(EntryVersion, EntryVersion.id == Entry.current_version_id)
+                             .where(EntryVersion.snapshot_id == snapshot_id, Entry.recipe_id.isnot(None))))
+        if rids:
+            audit_recipes(s, db.settings, rids)
+            s.commit()
 
 
 def _apply(s: Session, snap: Snapshot, action: str, reason: str, actor: str, at: datetime, *,

@@ -45,6 +45,7 @@ class Candidate:
     standing: list[StandingFlag] = field(default_factory=list)  # active flags not dismissed
     phase: str | None = None  # decode | prefill | e2e (None: not stated, read as decode)
     superseded: bool = False  # the page says a later figure replaced this one (a tuning story)
+    withheld: bool = False    # its capture was withdrawn or restricted: it is no evidence for anything quoted
 
 
 @dataclass
@@ -107,6 +108,10 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
     """The working number for one entry (``entry`` given) or a whole recipe (``candidates``).
     ``recipe_steady``: ``lowest_steady(candidates)`` when the caller computed it already (the audit does,
     once per recipe, so a recipe of n entries costs n, not n squared); ``entry`` must then be among them."""
+    candidates = [c for c in candidates if not c.withheld]
+    if entry is not None and entry.withheld:
+        return _result(None, "none", "the capture this figure was read from is withdrawn or restricted, so "
+                       "nothing may be quoted from it", entry.headline_tps, None)
     if recipe_steady is _UNSET:
         cands = list(candidates)
         if entry is not None and all(c is not entry for c in cands):
