@@ -205,3 +205,24 @@ def test_leaves_cut_short_by_a_crash_are_rebuilt_from_the_fsynced_entries(cli, l
     r = cli("verify", "--log")
     assert r.exit_code == 0, r.output
     assert len(tlog.read_leaves(d)) == len(tlog.read_entries(d))
+
+
+def test_imported_records_are_logged_too(cli, app, settings, tmp_path):
+    """`caveat import-warc` copies records into Caveat's WARC: each one is a leaf of the log, and
+    `caveat verify --log` checks them."""
+    from app.models import Snapshot
+    from app.services.importer import import_warcs
+    from tests.capture_helpers import foreign_warc
+
+    path = tmp_path / "other-tool.warc.gz"
+    foreign_warc(path, 4, "imp")
+    before = len(_entries(settings))
+    reports = import_warcs(app.state.db, [path])
+    assert len(reports[0].imported) == 4
+    entries = _entries(settings)
+    with app.state.db.Session() as s:
+        ids = {r for (r,) in s.query(Snapshot.record_id)}
+    logged = {e["record_id"] for e in entries}
+    assert len(entries) - before in (4, 5) and ids <= logged      # (and the new file's warcinfo record)
+    r = cli("verify", "--log")
+    assert r.exit_code == 0 and "ok: the log's" in r.output, r.output

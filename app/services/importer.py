@@ -184,6 +184,7 @@ def import_warcs(db: Database, paths: list[str | Path],
             except Exception as exc:
                 writer.truncate(start)
                 writer.sync()
+                writer.take_appended()      # cut back out: nothing of this file is logged
                 report.problems.append(f"import of this file stopped and was undone ({type(exc).__name__}: {exc}); "
                                        "nothing from it was kept")
                 report.imported = []
@@ -191,6 +192,9 @@ def import_warcs(db: Database, paths: list[str | Path],
                 writer.truncate(start)
                 writer.sync()
                 raise
+            from app.services.tlog import append_written
+
+            append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
             store.update_cdxj(report.imported)
             reports.append(report)
             if progress:
