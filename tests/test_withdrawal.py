@@ -203,3 +203,16 @@ def test_a_withdrawn_capture_leaves_the_quotable_evidence_and_comes_back_on_rein
         assert entries and all(e.working_tps is None and "withdrawn" in (e.basis_reason or "") for e in entries)
     change_access(db, cid, "reinstate", "it was right after all", actor="tester")
     assert (answer()["quotable_tps"], answer()["basis"]) == (373.0, "steady_state")
+
+
+def test_the_audit_log_shows_who_withdrew_what_and_why(cli, client, three):
+    _url, snaps = three
+    r = cli("withdraw", snaps[0].citation_id, "--reason", "takedown request from the page owner", "--by", "alice")
+    assert r.exit_code == 0, r.output
+    page = BeautifulSoup(client.get("/audit-log").text, "html.parser")
+    row = page.select_one(".access-log tbody tr")
+    assert row is not None and "alice" in row.get_text() and "withdrawn" in row.get_text()
+    assert "takedown request from the page owner" in row.get_text()
+    assert row.select_one("a")["href"] == f"/c/{snaps[0].citation_id}"
+    twin = client.get("/audit-log.json").json()
+    assert twin["access_events"][0]["reason"] == "takedown request from the page owner"

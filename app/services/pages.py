@@ -56,8 +56,12 @@ def audit_log_page(session: Session, before_id: int | None, offset: int = 0) -> 
         r["hardware"] = e.hardware if e else None
     more = offset + len(rows) < total
     query = (f"before_id={before_id}&" if before_id is not None else "") + f"offset={offset + len(rows)}"
+    from app.services.withdrawal import recent_events
+
     return {"count": len(rows), "total": total, "limit": LOG_PER_PAGE, "offset": offset,
-            "next": f"/audit-log?{query}" if more and rows else None, "decisions": rows}
+            "next": f"/audit-log?{query}" if more and rows else None, "decisions": rows,
+            # withdrawals, restrictions and reinstatements, newest first (who, why, when; first page only)
+            "access_events": recent_events(session, 50) if offset == 0 and before_id is None else []}
 
 
 def note_segments(notes: str | None, quotes: list[dict]) -> list[dict]:
