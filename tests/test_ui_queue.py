@@ -121,3 +121,16 @@ def test_counts_match_a_brute_force_count(db, settings, filters):
                 want_rules[rule] = want_rules.get(rule, 0) + 1
     assert {c["value"]: c["count"] for c in data["counts"]["rule"]} == want_rules
     assert data["total"] == sum(1 for r in rows if passes(r, None)) == len(data["entries"])
+
+
+def test_queue_json_twin_carries_the_api_list_envelope(backend_db, backend_settings, seeded):
+    """/queue.json keeps its page's page=N paging and also answers in the API's list shape: count, total,
+    limit, offset and a next that is null on the last page."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    with TestClient(create_app(backend_settings)) as c:
+        body = c.get("/queue.json").json()
+        assert body["count"] == len(body["entries"]) and body["total"] >= body["count"] > 0
+        assert body["limit"] == body["per_page"] and body["offset"] == 0 and body["next"] is None

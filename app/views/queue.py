@@ -27,6 +27,11 @@ def _queue(request: Request, session: Session, user: User | None, as_json: bool,
     def link(fmt: str = "", **changes) -> str:
         return filter_link(f, fmt, **changes)
 
+    if as_json:   # the API's list envelope beside the page's own paging (page=N stays its query)
+        data = {**data, "count": len(data["entries"]), "limit": data["per_page"],
+                "offset": (data["page"] - 1) * data["per_page"],
+                "next": link(".json", page=data["next_page"]) if data.get("next_page") else None}
+
     return render(request, "queue.html", data, as_json=as_json, user=user, link=link, facets=FACETS,
                   filters=f)
 
