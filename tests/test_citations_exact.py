@@ -248,3 +248,21 @@ def test_a_page_cannot_forge_our_marks_or_notes(app, server, client):
     assert r.status_code == 200
     soup = BeautifulSoup(r.json()["html"], "html.parser")
     assert [m.get_text() for m in soup.find_all("mark")] == ["412.5"] and not soup.select("tr.omitted")
+
+
+def test_the_quote_api_passes_a_position_through_and_pins_that_occurrence(client, snap):
+    """GET /api/snapshots/{id}/quote?q=8&pos=N cites the "8" that starts at N (the draft width of row 3),
+    not the "8" of "8k context" in row 1; a position where the quote is not is a 404."""
+    from urllib.parse import parse_qs, urlsplit
+
+    sel = _sel("8", "<td>8</td>")
+    r = client.get(f"/api/snapshots/{snap.citation_id}/quote", params={"q": "8", "pos": sel["start"]})
+    assert r.status_code == 200, r.text
+    cited = parse_qs(urlsplit(r.json()["citation"]).query)
+    assert cited["pos"] == [str(sel["start"])]
+    page = client.get(urlsplit(r.json()["citation"]).path + "?" + urlsplit(r.json()["citation"]).query)
+    mark = BeautifulSoup(page.text, "html.parser").select_one(".page-text mark")
+    assert mark.find_parent("td").get_text() == "8" and mark.find_parent("tr").find("td").get_text() == "SGLang"
+    wrong = client.get(f"/api/snapshots/{snap.citation_id}/quote", params={"q": "8", "pos": 3})
+    assert wrong.status_code == 404 and wrong.json()["ok"] is False
+    assert client.get(f"/api/snapshots/{snap.citation_id}/quote", params={"q": "8", "pos": -1}).status_code == 400

@@ -71,8 +71,11 @@ def get_snapshot(citation_id: str, request: Request, session: Session = Depends(
             summary="The citation URL of a quote inside a snapshot; 404 when the text is not there")
 def quote(citation_id: str, request: Request,
           q: str | None = Query(None, description="Exact text to cite (whitespace-insensitive)."),
-          prefix: str | None = None, suffix: str | None = None, session: Session = Depends(get_session)) -> dict:
+          prefix: str | None = None, suffix: str | None = None,
+          pos: int | None = Query(None, ge=0, le=2**40,
+                                  description="Where the quote starts in the decoded source (a selector's start)."),
+          session: Session = Depends(get_session)) -> dict:
     if not q or not q.strip():
         raise BadRequest("give the text to cite: /api/snapshots/ABCD-EFGH/quote?q=373%20to%20391")
     return quote_body(citations.make_quote_citation(session, request.app.state.settings, citation_id, q,
-                                                    prefix, suffix))
+                                                    prefix, suffix, pos))
