@@ -45,6 +45,9 @@ def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
     return find_model(name) or name
 
 
+_HEAD_SPLIT = re.compile(r"[.,;)(]|\band\b")
+
+
 def _models_here(text: str) -> bool:
     from scrapers.pagefacts import models_in
 
@@ -154,9 +157,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             b.put("label", sentence[:200], None)
             tail = re.split(r"[.,;:)(]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]
             # the words right before the figure ("output: 128.64", "input = 47.09"), its label's own punctuation aside
-            head = re.split(r"[.,;)(]|\band\b", chunk[max(sent_a, m.start() - 50):m.start()].rstrip(" \t:=~≈*[")
-                            )[-1].split(":")[-1] or re.split(r"[.,;)(]|\band\b",
-                                                               chunk[max(sent_a, m.start() - 50):m.start()])[-1]
+            before = chunk[max(sent_a, m.start() - 50):m.start()]
+            head = (_HEAD_SPLIT.split(before.rstrip(" \t:=~≈*["))[-1].split(":")[-1]
+                    or _HEAD_SPLIT.split(before)[-1])
             ph = phase_of(tail) or phase_of(head) or phase_of(sentence) or phase_of(context_text)
             if ph:
                 b.put("phase", ph, None)

@@ -411,8 +411,9 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                 if not row[j].empty:
                     per_column.setdefault(j, []).append((col.field, row[j], row[0].value))
     # "| Prompt | hi (2) | 1K (969) | 2K (1930) |": columns that are prompts (lengths), not configurations
-    corner = re.search(r"\((\d[\d,]*)\s*tokens?\)", H[0]) if H else None   # "| Prompt (500 tokens) | ..."
-    prompt_axis = bool(H) and classify(H[0]).field in ("prompt", "prompt_tokens") and len(H) > 2 and \
+    prompt_corner = bool(H) and classify(H[0]).field in ("prompt", "prompt_tokens")
+    corner = re.search(r"\((\d[\d,]*)\s*tokens?\)", H[0]) if prompt_corner else None   # "| Prompt (500 tokens) |"
+    prompt_axis = prompt_corner and len(H) > 2 and \
         sum(bool(_PROMPT_HEAD.match(h.strip())) for h in H[1:]) >= max(2, (len(H) - 1) * 2 // 3)
     for row in rows:
         if not row:
@@ -453,7 +454,7 @@ def _read_metric_rows(tbl, H, rows, caption, heading) -> list[Draft]:
                     b.entry.extra["peak"] = True
                 for f, c, flab in per_column.get(j, ()):
                     b.set_text(f, c.value, flab)
-                if corner and classify(H[0]).field in ("prompt", "prompt_tokens"):
+                if corner:
                     b.set_text("prompt_tokens", corner.group(1), H[0])
                 if prompt_axis and head:     # "| Prompt | hi (2) | 1K (969) |": each column's prompt length
                     pm = re.search(r"\((\d[\d,]*)\)\s*$", head) or re.fullmatch(r"(\d+(?:\.\d+)?\s*[kK]?)", head.strip())

@@ -111,23 +111,23 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
         except InvalidURL as exc:
             results[i] = CaptureResult(url=u, error=str(exc))
             _tell(progress, results[i])
-    todo = [i for i, r in enumerate(results) if r is None]
-    if not todo:
+    pending = [i for i, r in enumerate(results) if r is None]
+    if not pending:
         return results
     if processes is None:
-        processes = default_processes(db.settings, len(todo), workers)
+        processes = default_processes(db.settings, len(pending), workers)
     with WarcStore(db, notice=notice) as store:
         spool = spool_dir(db.settings)
         _empty_spool(spool)
-        stage = _fetch_stage(db.settings, len(todo), workers, processes)
+        stage = _fetch_stage(db.settings, len(pending), workers, processes)
         batch: list[tuple[int, list[FetchedHop]]] = []
         finished_cleanly = False
         try:
             next_i = in_flight = 0
             batch_started = 0.0
-            while next_i < len(todo) or in_flight:
-                while next_i < len(todo) and in_flight < stage.capacity:
-                    stage.submit(todo[next_i], urls[todo[next_i]])
+            while next_i < len(pending) or in_flight:
+                while next_i < len(pending) and in_flight < stage.capacity:
+                    stage.submit(pending[next_i], urls[pending[next_i]])
                     next_i += 1
                     in_flight += 1
                 # One fsync per batch: a partial batch waits at most BATCH_WAIT for slow fetches.

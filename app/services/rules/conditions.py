@@ -209,12 +209,9 @@ def clocks_or_power(f, q, ctx):
         if value.strip() and not _STOCK.search(value):
             m = pattern.search(value)
             if m:
-                what = name.replace("rig_", "")
-                where = ("The page states for its rig" if name.startswith("rig_") else "The run changed the card's " + what)
-                return {"numbers": {name: value},
-                        "explanation": f'{where}: "{q.get(name) or value}".' if name.startswith("rig_") else
-                                       f'The run changed the card\'s {what}: "{value}".',
-                        "quotes": [quote(f, q, name, m)]}
+                said = (f'The page states for its rig: "{q.get(name) or value}".' if name.startswith("rig_")
+                        else f'The run changed the card\'s {name}: "{value}".')
+                return {"numbers": {name: value}, "explanation": said, "quotes": [quote(f, q, name, m)]}
     hit = search(f, ("notes", "command"), _CMD_CLOCKS)
     if hit:
         name, m = hit
