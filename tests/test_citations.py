@@ -206,3 +206,34 @@ def test_a_citation_answers_while_another_process_holds_the_write_lock(client, c
     finally:
         holder.kill()
         holder.wait()
+
+
+# The stored citation references are built by a fast percent-encoder: it must give exactly what the
+# standard library gives, for any text (a changed byte would change every stored citation).
+from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
+from urllib.parse import quote as _std_quote, urlencode as _std_urlencode  # noqa: E402
+
+from app.services import citations as _citations  # noqa: E402
+
+_texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(_texts)
+def test_the_fast_percent_encoder_matches_the_standard_library(text):
+    assert _citations._pct(text) == _std_quote(text, safe="")
+
+
+@hsettings(max_examples=200, deadline=None)
+@given(_texts.filter(bool), st.one_of(st.none(), _texts), st.one_of(st.none(), _texts),
+       st.one_of(st.none(), st.integers(min_value=0, max_value=10**9)))
+def test_a_quote_reference_is_the_standard_query_string(quote, prefix, suffix, pos):
+    params = [("q", quote)]
+    if prefix:
+        params.append(("prefix", prefix))
+    if suffix:
+        params.append(("suffix", suffix))
+    if pos is not None:
+        params.append(("pos", str(pos)))
+    want = "/c/ABCD-EFGH?" + _std_urlencode(params, quote_via=_std_quote)
+    assert _citations.quote_ref("ABCD-EFGH", quote, prefix, suffix, pos) == want
