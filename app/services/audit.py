@@ -83,7 +83,7 @@ def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
 
 def _page_singles(session: Session, source_ids: set[int]) -> dict[int, tuple[int, set]]:
     """Per source: how many of its current entries are single-stream, and which ones (ids)."""
-    out: dict[int, tuple[int, set]] = {}
+    out: dict[int, tuple[int, set]] = {sid: (0, set()) for sid in source_ids}
     for part in chunked(sorted(source_ids), CHUNK):
         q = select(Entry.source_id, Entry.id, Entry.concurrency).where(Entry.source_id.in_(part),
                                                                          Entry.gone.is_(False))
@@ -221,8 +221,12 @@ def _measurements(session: Session, recipe_ids: list[str]) -> dict[str, list[flo
     return out
 
 
-def audit_entries(session: Session, settings: Settings, entry_ids) -> dict:
-    """Audit these entries and their recipes' other entries. Returns counts for reports."""
+def audit_entries(session: Session, settings: Settings, entry_ids, *, page_cache: dict | None = None) -> dict:
+    """Audit these entries and their recipes' other entries. Returns counts for reports.
+
+    ``page_cache``: a dict the caller keeps across several calls on the same pages, when nothing is
+    stored between them (a crawl auditing one long page in batches): each page's single-stream count is
+    then read once, not once per batch."""
     ids = sorted({int(i) for i in entry_ids})
     if not ids:
         return {"entries": 0, "recipes": 0, "flags_active": 0}
@@ -231,10 +235,13 @@ def audit_entries(session: Session, settings: Settings, entry_ids) -> dict:
         seeds += session.scalars(select(Entry).where(Entry.id.in_(part))).all()
     recipe_ids = sorted({e.recipe_id for e in seeds if e.recipe_id})
     entries = {e.id: e for e in seeds}
-    for part in chunked(recipe_ids, CHUNK):
-        for e in session.scalars(select(Entry).where(Entry.recipe_id.in_(part))):
+    others: list[int] = []
+    for part in chunked(recipe_ids, CHUNK):   # the recipes' other entries: ids first, rows only for those
+        others += [i for i in session.scalars(select(Entry.id).where(Entry.recipe_id.in_(part))) if i not in entries]
+    for part in chunked(others, CHUNK):
+        for e in session.scalars(select(Entry).where(Entry.id.in_(part))):
             entries[e.id] = e
-    return _audit(session, settings, list(entries.values()), recipe_ids)
+    return _audit(session, settings, list(entries.values()), recipe_ids, page_cache)
 
 
 def audit_recipes(session: Session, settings: Settings, recipe_ids) -> dict:
@@ -259,14 +266,20 @@ def audit_all(session: Session, settings: Settings) -> dict:
     return total
 
 
-def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_ids: list[str]) -> dict:
+def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_ids: list[str],
+           page_cache: dict | None = None) -> dict:
     from app.services.quotable import recipe_answer
 
     loaded = _load(session, sorted(entries, key=lambda e: e.id))
     groups: dict[object, list[Loaded]] = {}
     for item in loaded:
         groups.setdefault(item.entry.recipe_id or ("entry", item.entry.id), []).append(item)
-    page = _page_singles(session, {i.entry.source_id for i in loaded if i.entry.source_id is not None})
+    sources = {i.entry.source_id for i in loaded if i.entry.source_id is not None}
+    if page_cache is None:
+        page = _page_singles(session, sources)
+    else:
+        page_cache.update(_page_singles(session, sources - set(page_cache)))
+        page = page_cache
     existing: dict[int, dict[str, Flag]] = {}
     for part in chunked([i.entry.id for i in loaded], CHUNK):
         for flag in session.scalars(select(Flag).where(Flag.entry_id.in_(part))):

@@ -112,16 +112,20 @@ def quote_ref(citation_id: str, quote: str | None = None, prefix: str | None = N
               pos: int | None = None) -> str:
     """Host-free reference to a quote (``/c/ABCD-EFGH?q=...&prefix=...&suffix=...&pos=...``), or to the
     snapshot without ``quote``: the form stored in rows."""
-    cid = normalize_citation_id(citation_id) or citation_id
     if not quote:
-        return citation_path(cid)
-    return _quote_ref(cid, quote, prefix or None, suffix or None, None if pos is None else int(pos))
+        return citation_path(_canonical_id(citation_id))
+    return _quote_ref(citation_id, quote, prefix or None, suffix or None, None if pos is None else int(pos))
+
+
+@lru_cache(maxsize=4096)
+def _canonical_id(citation_id: str) -> str:
+    return normalize_citation_id(citation_id) or citation_id
 
 
 @lru_cache(maxsize=65536)
-def _quote_ref(cid: str, quote: str, prefix: str | None, suffix: str | None, pos: int | None) -> str:
+def _quote_ref(citation_id: str, quote: str, prefix: str | None, suffix: str | None, pos: int | None) -> str:
     # the audit cites the same quote from several flags and from the recipe's answer: built once
-    out = f"{citation_path(cid)}?q={_pct(quote)}"
+    out = f"{citation_path(_canonical_id(citation_id))}?q={_pct(quote)}"
     if prefix:
         out += f"&prefix={_pct(prefix)}"
     if suffix:

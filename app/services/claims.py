@@ -113,6 +113,13 @@ FLOAT_LIMIT = 1e15  # no throughput, count or length in a claim comes near this
 def _jsonable(value: Any) -> Any:
     """A value as it round-trips through a JSON column (tuples become lists; NaN, infinities and
     integers no database column holds become None)."""
+    t = type(value)
+    if t is str or t is bool or value is None:   # most values: kept as they are
+        return value
+    if t is int:
+        return value if -INT_LIMIT <= value <= INT_LIMIT else None
+    if t is float:
+        return None if value != value or value in (math.inf, -math.inf) else value
     if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
         return None
     if isinstance(value, int) and not isinstance(value, bool) and not -INT_LIMIT <= value <= INT_LIMIT:
@@ -135,6 +142,13 @@ def _coerce(name: str, value: Any, warnings: list[str]) -> Any:
     kind = DENORMALISED[name]
     if value is None:
         return None
+    t = type(value)
+    if kind is str and t is str:      # the common cases, without the general conversion below
+        return value
+    if kind is float and t is float and -FLOAT_LIMIT <= value <= FLOAT_LIMIT:
+        return value
+    if kind is int and t is int and -INT_LIMIT <= value <= INT_LIMIT:
+        return value
     try:
         if kind is int:
             if isinstance(value, int) and not isinstance(value, bool):

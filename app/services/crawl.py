@@ -118,9 +118,10 @@ def _audit(session: Session, settings: Settings, entry_ids: list[int], report: S
         return
     try:
         batches = _audit_batches(session, entry_ids) if len(entry_ids) > AUDIT_BATCH else [entry_ids]
+        page_cache: dict = {}   # the page is stored whole before its audit: its single-stream count is read once
         for n, batch in enumerate(batches):
             with session.begin_nested():
-                audit_entries(session, settings, batch)
+                audit_entries(session, settings, batch, page_cache=page_cache)
             if checkpoint is not None and n + 1 < len(batches):
                 checkpoint()
     except Exception as exc:  # an audit bug must not lose the parsed claims, but the run is not a success
