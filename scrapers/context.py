@@ -79,6 +79,8 @@ def facts(text: str, narrow: bool = False) -> tuple:
         f = _KV_FIELDS[m.group(1).lower()]
         v = re.sub(r"<[^>]+>", "", m.group(2)).strip().rstrip(".,;")
         v = re.sub(r"\s*\([^()]*\s[^()]*\)\s*$", "", v)   # "X (28 layers)" -> "X"; "X (int4)" stays
+        if f == "model":   # "Model: Llama 3.1 70B, Q4_K_M quantization": a model's name has no ", "
+            v = re.split(r"[,;]\s", v, maxsplit=1)[0].strip()
         if not v:
             continue
         if f == "hardware":

@@ -46,12 +46,29 @@ _IDENT = re.compile(r"^[a-z]+(?:_[a-z]+)+$")
 _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s+([A-Z][\w.-]+)\s+model\b")
 
 
+# A speculative decoder's draft head is named after the model it drafts for ("sglang-EAGLE-LLaMA3-
+# Instruct-8B", "EAGLE3-Qwen3-8B", "medusa-vicuna-7b"): that name is the proposer, not the served model.
+_DRAFT_HEAD = re.compile(r"(?i)(?:^|[^a-z])(?:eagle\d?|medusa|hydra|draft(?:er)?)(?:[^a-z]|$)")
+
+
+def draft_head(text: str, start: int, name: str) -> bool:
+    """Whether the model name found at ``start`` in ``text`` is a draft head's (its own words or the
+    identifier it is cut from say EAGLE, Medusa, Hydra or draft)."""
+    i = start
+    while i > 0 and (text[i - 1].isalnum() or text[i - 1] in "-_."):
+        i -= 1
+    return bool(_DRAFT_HEAD.search(text[i:start] + name))
+
+
 def models_in(text: str) -> list[tuple[int, str]]:
-    """(offset, name) of every model named in ``text`` (file names, paths and identifiers left out)."""
+    """(offset, name) of every model named in ``text`` (file names, paths, identifiers and draft heads
+    left out)."""
     out = []
     for m in _MODEL.finditer(text):
         name = m.group(1).rstrip(".,;:")
         if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_", ".") or _IDENT.match(name):
+            continue
+        if draft_head(text, m.start(1), name):
             continue
         out.append((m.start(), name))
     return out
@@ -68,6 +85,8 @@ def find_model(text: str) -> str | None:
         name = m.group(1).rstrip(".,;:")
         if _FILE_EXT.search(name) or text[m.end():m.end() + 1] in ("/", "_") or _IDENT.match(name):
             continue      # a source file, a path or a code identifier ("llama_print_timings"), not a model
+        if draft_head(text, m.start(1), name):
+            continue      # the proposer's weights, named after the model they draft for
         return name
     return None
 

@@ -17,7 +17,7 @@ from scrapers.rows import Builder
 from scrapers.tables import Draft
 
 _TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
-                  r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:-|–|to)\s*~?"
+                  r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:->|→|=>|-|–|to)\s*~?"
                   + NUMBER + r")?\s*(?:\*\*)?\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second|TPS|"
                   r"tok/sec)\b", re.I)
 _STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)
@@ -116,7 +116,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
     for m in _TPS.finditer(chunk):
         before = chunk[max(0, m.start() - 80):m.start()]
         after = chunk[m.end():m.end() + 30]
-        pair = bool(m.group("hi")) and re.search(r"\bfrom\s*~?$", before) is not None
+        # "from 50 to 100 tok/s" and "9.35 -> 11.8 tok/s" are two runs (before and after), not a range
+        pair = bool(m.group("hi")) and (re.search(r"\bfrom\s*~?$", before) is not None
+                                        or re.match(r"\s*(?:->|→|=>)", m.group("hi")) is not None)
         why = None
         if (m.group("hi") and not pair) or _STEADY_NEAR.search(before):
             why = "in ranges and steady states of sentences"   # "373-391 tok/s"; "from 50 to 100 tok/s" is two runs

@@ -223,6 +223,32 @@ def pick_headline(tps_cols: list[tuple[int, Column]]) -> int | None:
     return tps_cols[0][0]
 
 
+_SIZE_HEAD = re.compile(r"^(?:model\s*)?(?:size|params|parameters|param\s*count)$", re.I)
+_PARAM_COUNT = re.compile(r"^~?\d+(?:\.\d+)?(?:\s*[-–]\s*\d+(?:\.\d+)?)?\s*[BM]$")
+
+
+def size_column_as_model(cols: list[Column], column_values) -> int | None:
+    """A table that names no model but has a "Model Size" column of parameter counts ("3B", "7-8B",
+    "32-34B"): those counts are what tells its rows apart, so they are the rows' model; the column's
+    index, else None. (llama-bench's "size" column holds the weights' bytes, "3.56 GiB": a detail.)
+    ``column_values(i)`` gives the cells of column ``i`` as text."""
+    if any(c.field == "model" for c in cols):
+        return None
+    for i, c in enumerate(cols):
+        if c.role == "extra" and _SIZE_HEAD.match(norm(c.header) or ""):
+            vals = [v.strip("*").strip() for v in column_values(i) if v and v.strip("*").strip()]
+            if vals and sum(1 for v in vals if _PARAM_COUNT.match(v)) >= max(2, 0.8 * len(vals)):
+                return i
+    return None
+
+
+def _sizes_as_models(cols: list[Column], rows: list[list[str]]) -> list[Column]:
+    i = size_column_as_model(cols, lambda i: [clean(r[i]) for r in rows if i < len(r)])
+    if i is None:
+        return cols
+    return [*cols[:i], Column(cols[i].header, field="model"), *cols[i + 1:]]
+
+
 def table_entries(headers: list[str], rows: list[list[str]], *, row_notes: list[list[str]] | None = None,
                   defaults: dict | None = None, llama_bench: bool = False,
                   decimal_comma: bool = False, warnings: list[str] | None = None) -> list[ParsedEntry]:
@@ -231,6 +257,7 @@ def table_entries(headers: list[str], rows: list[list[str]], *, row_notes: list[
     if llama_bench:
         cols = [Column(c.header, role="extra") if c.field == "engine" and norm(c.header) == "backend" else c
                 for c in cols]
+    cols = _sizes_as_models(cols, rows)
     tps = [(i, c) for i, c in enumerate(cols) if c.role == "tps"]
     per_test = _is_test_table([c for _, c in tps])
     head_idx = pick_headline(tps)

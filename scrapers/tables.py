@@ -20,11 +20,11 @@ from dataclasses import dataclass, field
 
 from scrapers import meaning
 from scrapers.blocks import Block, Cell, Table
-from scrapers.columns import ENGINE_RE, classify, split_engine
+from scrapers.columns import ENGINE_RE, Column, classify, split_engine
 from scrapers.meaning import Figure, cell_figure, concurrency_of, phase_of, says_tps, scope_of
 from scrapers.pagefacts import BARE_CARD, find_hardware
 from scrapers.numbers import parse_range
-from scrapers.rows import Builder
+from scrapers.rows import Builder, size_column_as_model
 
 _STEADY_ROW = re.compile(r"steady[\s-]*state", re.I)
 
@@ -252,6 +252,9 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
         return []
     tps = _quantile_pick(H, tps)
     cols = [classify(h) for h in H]
+    sized = size_column_as_model(cols, lambda i: [r[i].value for r in rows if i < len(r) and not r[i].empty])
+    if sized is not None and sized not in tps:
+        cols[sized] = Column(cols[sized].header, field="model")
     field_cols = {j for j, c in enumerate(cols) if c.field and j not in tps}
     extra_cols = [j for j, c in enumerate(cols) if c.role == "extra" and j not in tps and j > 0 and H[j].strip()]
     has = {cols[j].field for j in field_cols}

@@ -136,3 +136,47 @@ def test_two_thousand_entry_json():
     result = scrapers.parse(json.dumps(data).encode(), kind="json")
     assert len(result.entries) == 2000
     assert result.entries[10].fields["headline_tps"] == 10.5 and result.entries[10].quotes["headline_tps"] == "10.5"
+
+
+# -- generalisations found on held-out real pages (tests/data/real-heldout) ------------------------
+
+def _figures(body: str, kind: str = "markdown") -> dict[float, dict]:
+    return {e.fields["headline_tps"]: e.fields for e in scrapers.parse(body.encode(), kind=kind).entries}
+
+
+def test_a_draft_heads_name_is_not_the_served_model():
+    body = ("I benchmarked this PR using `lmsys/sglang-EAGLE-LLaMA3-Instruct-8B`.\n\n"
+            "* k=2: est. speed output: 175.49 toks/s\n")
+    got = _figures(body, "text")
+    assert 175.49 in got
+    assert "eagle" not in str(got[175.49].get("model") or "").lower()
+
+
+def test_a_before_and_after_pair_written_with_an_arrow_is_two_figures():
+    got = _figures("With the draft model the final tg can go from 9.35 -> 11.8 tokens/s on one card.\n", "text")
+    assert {9.35, 11.8} <= set(got)
+
+
+def test_a_range_is_still_not_a_figure():
+    assert not _figures("Steady generation ran at 373-391 tok/s for the whole run.\n", "text")
+
+
+def test_a_model_size_column_of_parameter_counts_names_the_rows():
+    body = ("## Scaling by model size\n\n**RTX 4090, Q4_K_M**\n\n| Model Size | Tok/s | VRAM Used |\n"
+            "|---|---|---|\n| **3B** | ~200 | ~3 GB |\n| **7-8B** | ~165 | ~5 GB |\n| **32-34B** | ~75 | ~20 GB |\n")
+    got = _figures(body)
+    assert {v.get("model") for v in got.values()} == {"3B", "7-8B", "32-34B"}
+
+
+def test_a_size_column_of_bytes_stays_a_detail():
+    body = ("| model | size | backend | test | t/s |\n|---|---|---|---|---|\n"
+            "| llama 7B Q4_0 | 3.56 GiB | CUDA | tg128 | 130.2 |\n| llama 13B Q4_0 | 6.86 GiB | CUDA | tg128 | 80.1 |\n")
+    got = _figures(body)
+    assert all("GiB" not in str(v.get("model")) for v in got.values()) and len(got) == 2
+
+
+def test_a_key_value_model_line_ends_at_its_comma():
+    body = ("# Benchmarks\n\n- Model: Llama 3.1 70B, Q4_K_M quantization\n- GPU: RTX 4090\n\n"
+            "Generation ran at 21.5 tok/s.\n")
+    got = _figures(body)
+    assert got[21.5].get("model") == "Llama 3.1 70B"
