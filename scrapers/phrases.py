@@ -37,6 +37,8 @@ _VLLM_DRAFTED = _c(r"(?<!num-)(?<!num_)draft\s+tokens\s*:\s*(?P<v>[\d,]+)")
 _DRAFT = _c(r"(?:speculative[-_]num[-_]draft[-_]tokens|num[-_]speculative[-_]tokens|spec[-_]draft[-_]tokens|"
             r"draft[-_]tokens|draft[-_]max|draft\s+width|draft\s+tokens?|draft\s+length|--draft)\s*[=:]?\s*(?P<v>\d+)"
             r"|(?P<w>\d+)\s*(?:draft(?:ed)?\s+tokens?|-token\s+draft|\s*tokens?\s+drafted)")
+# SGLang's EAGLE depth ("--speculative-num-steps 5", "EAGLE-3 (num_steps=8)"): the rung of its ladder
+_STEPS = _c(r"(?:--speculative[-_]num[-_]steps|\bspeculative[-_]num[-_]steps|\bnum[-_]steps)\s*[=:]?\s*(?P<v>\d+)\b")
 _MTP = _c(r"\bMTP(?:[-\s]?(?P<n>\d+)(?![\d.]))?\b")
 _SPEC = _c(r"\b(?P<m>EAGLE[-\s]?\d?|block[-_\s]draft|Medusa|lookahead\s+decoding|DFlash|suffix\s+decoding|"
            r"prompt[-\s]lookup(?:\s+decoding)?|draft[-\s]model)\b")
@@ -146,6 +148,10 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
                 continue
             _put(out, "draft_tokens", int(m.group("v") or m.group("w")), m.group(0))
             break
+    if "steps" in low and ("eagle" in low or "spec" in low):
+        m = _STEPS.search(text)
+        if m:
+            _put(out, "draft_tokens", int(m.group("v")), m.group(0))
     m = _MTP.search(text)
     if m:
         _put(out, "spec_method", "MTP", m.group(0))

@@ -107,6 +107,15 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
     return out, claimed
 
 
+def _record_header(chunk: str, line_start: int) -> str:
+    """The line ending in ":" just above a log record (blank lines between allowed), with a space; ""
+    when the line above is another record or there is none."""
+    above = chunk[:line_start].rstrip("\n").rsplit("\n", 1)[-1].strip()
+    if above.endswith(":") and len(above) <= 120 and not _TPS.search(above):
+        return above + " "
+    return ""
+
+
 def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | None = None) -> list[Draft]:
     """Drafts for the tok/s figures of ``blk``; figures passed over are counted in ``seen`` with why."""
     out: list[Draft] = []
@@ -131,9 +140,17 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
                 seen.append((1, why))
             continue
         sent_a = max(chunk.rfind(". ", 0, m.start()) + 2, chunk.rfind("\n", 0, m.start()) + 1, 0)
-        sent_b = chunk.find(". ", m.end())
-        sent_b = len(chunk) if sent_b < 0 else sent_b + 1
-        sentence = chunk[sent_a:sent_b].strip()
+        if blk.in_code:
+            # a log or a pasted result: each line is one record, and a line ending in ":" right above it
+            # ("EAGLE-3 (num_steps=8):") names the run the record belongs to
+            sent_a = chunk.rfind("\n", 0, m.start()) + 1
+            nl = chunk.find("\n", m.end())
+            sent_b = len(chunk) if nl < 0 else nl
+            sentence = _record_header(chunk, sent_a) + chunk[sent_a:sent_b].strip()
+        else:
+            sent_b = chunk.find(". ", m.end())
+            sent_b = len(chunk) if sent_b < 0 else sent_b + 1
+            sentence = chunk[sent_a:sent_b].strip()
         window = chunk[max(sent_a, m.start() - 60):min(len(chunk), m.end() + 40)]
         values = []
         if m.group("list"):

@@ -180,3 +180,12 @@ def test_a_key_value_model_line_ends_at_its_comma():
             "Generation ran at 21.5 tok/s.\n")
     got = _figures(body)
     assert got[21.5].get("model") == "Llama 3.1 70B"
+
+
+def test_a_log_record_takes_the_run_named_on_the_line_above_it():
+    body = ("Results:\n\n```\nEAGLE-3 (num_steps=8):\n#questions: 80, Throughput: 378.57 token/s, Acceptance length: 5.39\n\n"
+            "EAGLE-3 (num_steps=5):\n#questions: 80, Throughput: 361.70 token/s, Acceptance length: 4.68\n\n"
+            "EAGLE-2 (num_steps=8):\n#questions: 80, Throughput: 230.08 token/s, Acceptance length: 3.76\n```\n")
+    got = _figures(body)
+    assert {k: (v.get("spec_method"), v.get("draft_tokens")) for k, v in got.items()} == {
+        378.57: ("EAGLE-3", 8), 361.7: ("EAGLE-3", 5), 230.08: ("EAGLE-2", 8)}
