@@ -33,8 +33,9 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
 _MAX_SCOPE_TEXT = 4000
 _MAX_CODE_TEXT = 6000
 _MAX_PAGE_SCAN = 400_000     # characters of a page scanned for rig-wide conditions
-_MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name)[= ]\s*[\"']?"
-                        r"((?:/?[\w.-]+/)*[\w.-]*\d[\w.-]*)")
+MODEL_ARG = _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name|"
+                        r"(?<=\s)-m(?=\s+\S*\.(?:gguf|ggml|bin)\b)|\bollama\s+run)[= ]\s*[\"']?"
+                        r"((?:\$?[\w.-]*/)*[\w.-]*\d[\w.-]*|(?<=run )[a-z][\w.-]*(?::[\w.-]+)?)")
 _ENGINE_LINE = re.compile(r"(?m)^\s*Engine:\s*([A-Za-z][\w.-]*(?:\s+v?\d[\w.+-]*)?)|(?<=\s)Engine:\s*([A-Za-z][\w.-]*\s+v?\d[\w.+-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+|standard\s+)?(?:settings?|setup|environment|"
@@ -359,6 +360,22 @@ class Page:
         return out
 
 
+def _lead_in(draft) -> tuple[str, tuple[int, int], bool] | None:
+    """The text of a figure's own block before the figure (a command and then ``wall tokens/s: 37.03``
+    in one pasted log): a scope between the figure's words and its section's."""
+    blk = draft.block
+    if blk is None or blk.kind != "text" or not draft.spans or draft.source == "table":
+        return None
+    at = draft.spans[0][0]
+    if not isinstance(at, int) or not blk.start < at <= blk.end:
+        return None
+    a = max(blk.start, at - _MAX_SCOPE_TEXT)
+    before = blk.text[a - blk.start:at - blk.start]
+    # not narrow: what one run states about itself (its prompt, concurrency, run count) does not pass
+    # to the next figure of the paragraph
+    return (before, (a, at), False) if before.strip() else None
+
+
 def apply(draft, page: Page, outer: Block | None = None) -> None:
     """Fill the draft's missing fields from its scopes, narrowest first; record the spans used."""
     b = draft.builder
@@ -377,6 +394,9 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
         if f not in blocked and (f != "model" or draft.source == "prose"):
             b.put(f, v, q)
     scopes = page.scopes(draft.block)
+    lead = _lead_in(draft)
+    if lead:        # the same paragraph or log, before the figure: narrower than its section
+        scopes.insert(0, lead)
     if outer is not None and outer is not draft.block and outer.caption:
         scopes.insert(0, (outer.caption, (outer.caption_start, outer.start), True))
     if outer is not None and outer.kind == "code":

@@ -79,8 +79,49 @@ def read(text: str, *, kind: str, content_type: str | None, result: ParseResult,
 
         read_html_text(text, result)
         return _merge_classic(text, kind, result, is_html=True)
-    pipeline.read_document(text, result)
-    return _merge_classic(text, kind, result)
+    read_text = uncomment_logs(text)
+    pipeline.read_document(read_text, result)
+    _merge_classic(read_text, kind, result)
+    if read_text is not text:      # same offsets; quotes and selectors are taken from the archived text
+        from scrapers.selectors import selector
+
+        for e in result.entries:
+            for f, sel in list(e.selectors.items()):
+                if isinstance(sel, dict) and isinstance(sel.get("start"), int) and isinstance(sel.get("end"), int):
+                    e.selectors[f] = selector(text, sel["start"], sel["end"])
+                    if f in e.quotes and e.quotes[f] == sel.get("exact"):
+                        e.quotes[f] = text[sel["start"]:sel["end"]]
+    return result
+
+
+_COMMENTED = re.compile(r"(?m)^(?:#|//|;)[ \t]")
+_LOG_LINE = re.compile(r"^(?:#|//|;)[ \t]+(?:[^:\n]{2,60}:[ \t]*\S|[=\-]{6,}|\d)")
+
+
+def uncomment_logs(text: str) -> str:
+    """Tool output kept as comments (a shell script's ``# Output token throughput (tok/s): 434.40``,
+    ``// ...``): runs of 5 or more commented lines most of which read as ``key: value`` or rules get
+    their comment marker blanked out, same length, so the tool readers see the output and every offset
+    and quote still points at the archived text. A markdown heading is left alone (one line, no value)."""
+    if not _COMMENTED.search(text):
+        return text
+    changed = False
+    lines = text.split("\n")
+    out = list(lines)
+    i = 0
+    while i < len(lines):
+        j = i
+        while j < len(lines) and (_COMMENTED.match(lines[j]) or (lines[j].strip() in ("#", "//") and j > i)):
+            j += 1
+        run = lines[i:j]
+        if len(run) >= 5 and sum(1 for ln in run if _LOG_LINE.match(ln)) >= 0.6 * len(run):
+            for k in range(i, j):
+                ln = lines[k]
+                n = 2 if ln.startswith("//") else 1
+                out[k] = " " * n + ln[n:]
+                changed = True
+        i = max(j, i + 1)
+    return "\n".join(out) if changed else text
 
 
 def _looks_html(text: str) -> bool:

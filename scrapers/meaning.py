@@ -23,12 +23,12 @@ NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b
                      r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b", re.I)
 _PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt\s+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
                       r"throughput|phase|rate)|pp\d*|"
-                      r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encode|context\s+processing|pp512|pp2048)\b", re.I)
-_DECODE = re.compile(r"\b(?:decode|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
+                      r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encoded?|context\s+processing|pp512|pp2048)\b", re.I)
+_DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
                      r"predicted|token\s+generation|sampling)\b", re.I)
 _E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btotal\s+throughput|\btotal\s+tok/s|"
                   r"\bpp\d+\s*\+\s*tg\d+|\bprefill\s*\+\s*decode|\binput\s*\+\s*output|\bprompt\s*\+\s*gen|"
-                  r"\bend[\s-]to[\s-]end\b|\be2e\b|\boverall\s+throughput", re.I)
+                  r"\bend[\s-]to[\s-]end\b|\be2e\b|\boverall\s+throughput|\bwall(?:[\s-]?clock)?(?:[\s-]time)?\s+tok", re.I)
 _PER_USER = re.compile(r"\bper[\s-]?(?:user|request|req|stream|sequence|seq|query|session)\b|\bsingle[\s-]?(?:stream|user|"
                        r"request|batch)\b|\bbatch(?:\s+size)?\s*(?:=|:)?\s*1\b|\bbs\s*=?\s*1\b|\bone\s+(?:user|request|"
                        r"stream)\b|\bc\s*=\s*1\b|\bconcurrency\s*(?:=|:)?\s*1\b|\bmean\s+per[\s-]request", re.I)

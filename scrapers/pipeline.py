@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 import time
 
-from scrapers import context, tools
+from scrapers import context, pagefacts, tools
 from scrapers.blocks import Block
 from scrapers.fields import ParsedEntry, ParseResult
 from scrapers.meaning import numbers_in, says_tps
@@ -97,10 +97,13 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
     entries: list[ParsedEntry] = []
     origins: dict[int, int] = {}
     prose_ids: set[int] = set()
+    sole = sole_model(text) if drafts else None
     for d, outer in drafts:
         context.apply(d, page, outer)
         for f, (v, q) in (base or {}).items():
             d.builder.put(f, v, q)
+        if sole and "model" not in d.builder.entry.fields:
+            d.builder.put("model", sole, sole)      # the only model the page names: the weakest scope
         e = _finish(d)
         if e is not None:
             pin(e, text, d.spans)
@@ -112,6 +115,33 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
     result.entries += merge_prose(kept, [e for e in entries if id(e) in prose_ids])
     _account(result, seen, n_tables, skipped_tables)
     return result
+
+
+_SCAN_MODELS = 200_000
+
+
+def sole_model(text: str) -> str | None:
+    """The one model a page names, when it names exactly one (a command's ``-m .../Qwen3.6-27B-Q4_K_M.gguf``
+    and then results in sections of their own that do not repeat it); None when it names several or none.
+    Weights file names count as the model they hold; draft heads do not count."""
+    from scrapers.tools.common import model_from_path
+
+    chunk = text[:_SCAN_MODELS]
+    found: dict[str, str] = {}
+    for _at, name in pagefacts.models_in(chunk):
+        found.setdefault(_model_norm(model_from_path(name)), model_from_path(name))
+    for m in context.MODEL_ARG.finditer(chunk):
+        name = model_from_path(m.group(1))
+        if name and not pagefacts.draft_head(chunk, m.start(1), name):
+            found.setdefault(_model_norm(name), name)
+    found.pop("", None)
+    return next(iter(found.values())) if len(found) == 1 else None
+
+
+def _model_norm(name: str) -> str:
+    w = _WEIGHTS_FILE.match(name or "")
+    base = w.group("m") if w else (name or "")
+    return re.sub(r"[\s_.-]+", "", base.lower())
 
 
 def _panel_block(sub: Block) -> Block:
@@ -135,6 +165,10 @@ def _unclaimed(blk: Block, claimed: list[tuple[int, int]]) -> list[Block]:
     return out
 
 
+_WEIGHTS_FILE = re.compile(r"(?i)^(?P<m>[\w.-]*?\d[\w.-]*?)(?:\.ggml(?:v\d+)?(?:\.(?P<q>(?:I?Q|F|BF)\d+(?:_[A-Z0-9]+)*))?"
+                           r"(?:\.bin)?|[-_.](?P<q2>I?Q\d(?:_[A-Z0-9]+)*)\.gguf|\.gguf)$")
+
+
 def _finish(d: Draft) -> ParsedEntry | None:
     b = d.builder
     e = b.entry
@@ -144,6 +178,12 @@ def _finish(d: Draft) -> ParsedEntry | None:
     e._stated = {k for k in ("scope", "concurrency", "phase") if k in f}   # what the page said, before defaults
     if "model" not in f and e.extra.get("model_type"):
         f["model"] = e.extra["model_type"]      # a table's model cell, when nothing around it names one
+    weights = _WEIGHTS_FILE.match(str(f.get("model") or ""))
+    if weights:     # "llama-2-7b-chat.ggmlv3.q2_K", "Qwen3-8B-Q4_K_M.gguf": a weights file names its model
+        f["model"] = weights.group("m")
+        quant = weights.group("q") or weights.group("q2")
+        if quant and "quantization" not in f:
+            f["quantization"] = quant
     if "phase" not in f:
         f["phase"] = "decode"
     c = f.get("concurrency")

@@ -174,7 +174,7 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             b = Builder(context=sentence[:300])
             b.put("headline_tps", v, lit)
             b.put("label", sentence[:200], None)
-            tail = re.split(r"[.,;:)(]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]
+            tail = re.split(r"[.,;:)(\n]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]   # its own line
             # the words right before the figure ("output: 128.64", "input = 47.09"), its label's own punctuation aside
             before = chunk[max(sent_a, m.start() - 50):m.start()]
             head = (_HEAD_SPLIT.split(before.rstrip(" \t:=~≈*["))[-1].split(":")[-1]

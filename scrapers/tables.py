@@ -100,14 +100,21 @@ def _apply_item_label(b: Builder, item: str) -> None:
     b.put("label", item, item)
 
 
+_BARE_TEST = re.compile(r"(?i)\s*((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\s*")
+
+
 def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
     """A column header that names a configuration: a GPU, an engine, a concurrency, a test."""
     h = header.strip()
     if not h:
         return
     col = classify(h)
-    if col.test:
-        b.set_text("test", col.test, h)
+    test = col.test
+    if not test:   # "| Backend | pp512 | tg128 |" with the unit in the cells: the header is the test
+        t = _BARE_TEST.fullmatch(h)
+        test = t.group(1).replace(" ", "").lower() if t else None
+    if test:
+        b.set_text("test", test, h)
     m = _CNUM.match(h)
     if m:
         b.put("concurrency", int(m.group(1)), h)

@@ -189,3 +189,68 @@ def test_a_log_record_takes_the_run_named_on_the_line_above_it():
     got = _figures(body)
     assert {k: (v.get("spec_method"), v.get("draft_tokens")) for k, v in got.items()} == {
         378.57: ("EAGLE-3", 8), 361.7: ("EAGLE-3", 5), 230.08: ("EAGLE-2", 8)}
+
+
+# -- generalisations found on the second held-out set (tests/data/real-heldout2) -------------------
+
+def test_a_weights_file_in_a_model_cell_names_its_model_and_quantization():
+    body = ("| Model | Device | Speed (tokens/sec) |\n|---|---|---|\n"
+            "| llama-2-7b-chat.ggmlv3.q2_K | Apple M2 CPU | 10.49 |\n| Qwen3-8B-Q4_K_M.gguf | RTX 4090 | 130.5 |\n")
+    got = _figures(body)
+    assert (got[10.49]["model"], got[10.49].get("quantization")) == ("llama-2-7b-chat", "q2_K")
+    assert (got[130.5]["model"], got[130.5].get("quantization")) == ("Qwen3-8B", "Q4_K_M")
+
+
+def test_llama_speculative_encoded_and_decoded_lines_are_prefill_and_decode():
+    body = ("```\nencoded   12 tokens in    0.514 seconds, speed:   23.325 t/s\n"
+            "decoded  371 tokens in   34.412 seconds, speed:   10.781 t/s\n```\n")
+    got = _figures(body)
+    assert (got[23.325]["phase"], got[10.781]["phase"]) == ("prefill", "decode")
+
+
+def test_a_bare_test_name_header_is_the_columns_test():
+    body = ("| Backend | pp512 | tg128 |\n| --- | ---: | ---: |\n"
+            "| ROCm | 1900.72 ± 33.74 t/s | 58.38 ± 0.11 t/s |\n| Vulkan | 2001.00 ± 2.60 t/s | 62.39 ± 0.04 t/s |\n")
+    got = _figures(body)
+    assert {k: v.get("test") for k, v in got.items()} == {1900.72: "pp512", 58.38: "tg128", 2001.0: "pp512",
+                                                          62.39: "tg128"}
+
+
+def test_the_model_of_a_command_line_names_its_output():
+    ollama = "```\nollama run mistral --verbose\n>>> hello\n\nprompt eval rate:     53.77 tokens/s\neval rate:            24.61 tokens/s\n```\n"
+    assert {v.get("model") for v in _figures(ollama, "text").values()} == {"mistral"}
+    llama = ("```bash\nllama-cli -m $HOME/models/Qwen2.5-Coder-32B-Instruct-Q4_K_L.gguf -p hi -ngl 99\n```\n\n"
+             "```\ndecoded  371 tokens in   34.412 seconds, speed:   10.781 t/s\n```\n")
+    assert _figures(llama)[10.781].get("model") == "Qwen2.5-Coder-32B-Instruct"
+
+
+def test_wall_tokens_per_second_is_end_to_end():
+    got = _figures(" tokens: 481\n wall tokens/s: 37.03\n decode tokens/s: 41.01\n", "text")
+    assert (got[37.03]["phase"], got[41.01]["phase"]) == ("e2e", "decode")
+
+
+def test_tool_output_kept_as_comments_is_read_and_quoted_from_the_archived_text():
+    body = ("#!/bin/sh\nvllm bench serve --model m\n"
+            "# ============ Serving Benchmark Result ============\n# Successful requests:                     32\n"
+            "# Benchmark duration (s):                  150.87\n# Total generated tokens:                  65536\n"
+            "# Output token throughput (tok/s):         434.40\n# Total Token throughput (tok/s):          868.80\n"
+            "# ==================================================\n")
+    entries = scrapers.parse(body.encode(), kind="markdown").entries
+    got = {e.fields["headline_tps"]: e for e in entries}
+    assert 434.4 in got
+    sel = got[434.4].selectors["headline_tps"]
+    assert body[sel["start"]:sel["end"]] == sel["exact"] == "434.40"
+    assert sel["suffix"] in body and sel["prefix"] in body   # the archived text, comment markers and all
+
+
+def test_a_model_named_once_on_the_page_names_the_runs_of_sibling_sections():
+    body = ("# 1. Baseline\n\nllama-server -m /models/Qwen3.6-27B-Q4_K_M.gguf -c 128000\n\ndecode tokens/s: 41.01\n\n"
+            "# 2. With speculation\n\nsame command, speculation on\n\ndecode tokens/s: 42.30\n")
+    got = _figures(body)
+    assert {v.get("model") for v in got.values()} == {"Qwen3.6-27B"}
+
+
+def test_a_page_naming_two_models_has_no_sole_model():
+    body = ("We tried Llama-3.1-8B and Qwen2.5-7B last week.\n\n# Results\n\ndecode tokens/s: 41.01\n")
+    sole = __import__("scrapers.pipeline", fromlist=["sole_model"]).sole_model
+    assert sole(body) is None and sole("Only Qwen2.5-7B here, twice: Qwen2.5-7B.") == "Qwen2.5-7B"
