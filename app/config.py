@@ -40,6 +40,11 @@ class Settings(BaseSettings):
         None, description="Worker processes that fetch and compress for a capture of 32 or more URLs "
         "(0: fetch in threads of the capturing process). Default: one per concurrent fetch (8).",
     )
+    audit_processes: int | None = Field(
+        None, description="Processes that audit one long page (20,000 entries or more) at once, this one "
+        "included; each takes whole batches of recipes. 1: audit in this process only. Default: 2, or 1 "
+        "on a one-core machine.",
+    )
     decode_max_bytes: int = Field(
         200 * 1024 * 1024, description="Most bytes any decoding of archived data may produce (a WARC record "
         "inflated, a Content-Encoding undone); past it the decoding stops with a message naming this "

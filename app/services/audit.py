@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from sqlalchemy import insert, select, update
 from sqlalchemy.orm import Session
+from sqlalchemy.orm.attributes import set_committed_value
 
 from app.config import Settings
 from app.db import chunked
@@ -152,7 +153,9 @@ class NewFlag:
 
 
 def _store_flags(session: Session, settings: Settings, item: Loaded, findings: list[Finding],
-                 existing: dict[str, Flag], inserts: list[NewFlag]) -> list:
+                 existing: dict[str, Flag], inserts: list[NewFlag], changes: list[dict]) -> list:
+    """The entry's flags after this audit. New ones go to ``inserts``; a stored flag that changed gets its
+    new values in memory (not marked dirty) and in ``changes`` (one bulk UPDATE writes them)."""
     now = utcnow()
     fired = set()
     for f in findings:
@@ -169,12 +172,21 @@ def _store_flags(session: Session, settings: Settings, item: Loaded, findings: l
         changed = (flag.severity, flag.explanation, flag.evidence, flag.citation, flag.ruleset_version,
                    flag.active) != (f.severity, f.explanation, evidence, citation, RULESET_VERSION, True)
         if changed:  # the reviewer's status stays as it is
-            flag.severity, flag.explanation, flag.evidence, flag.citation = f.severity, f.explanation, evidence, citation
-            flag.ruleset_version, flag.active, flag.updated_at = RULESET_VERSION, True, now
+            _change(flag, changes, severity=f.severity, explanation=f.explanation, evidence=evidence,
+                    citation=citation, ruleset_version=RULESET_VERSION, active=True, updated_at=now)
     for rule, flag in existing.items():
         if rule not in fired and flag.active:
-            flag.active, flag.updated_at = False, now
+            _change(flag, changes, active=False, updated_at=now)
     return list(existing.values())
+
+
+def _change(flag, changes: list[dict], **values) -> None:
+    if isinstance(flag, NewFlag):
+        flag.__dict__.update(values)
+        return
+    for k, v in values.items():
+        set_committed_value(flag, k, v)
+    changes.append({"id": flag.id, **values})
 
 
 def standing(flags: list[Flag]) -> list[Flag]:
@@ -227,9 +239,27 @@ def audit_entries(session: Session, settings: Settings, entry_ids, *, page_cache
     ``page_cache``: a dict the caller keeps across several calls on the same pages, when nothing is
     stored between them (a crawl auditing one long page in batches): each page's single-stream count is
     then read once, not once per batch."""
+    entries, recipe_ids = _with_recipes(session, entry_ids)
+    if not entries:
+        return {"entries": 0, "recipes": 0, "flags_active": 0}
+    return _audit(session, settings, entries, recipe_ids, page_cache)
+
+
+def plan_entries(session: Session, settings: Settings, entry_ids, *, page_cache: dict | None = None) -> dict:
+    """:func:`audit_entries` without the writes: the plan :func:`apply_audit` writes (reads only, so
+    another process may compute it while this one writes)."""
+    entries, recipe_ids = _with_recipes(session, entry_ids)
+    if not entries:
+        return {"flag_inserts": [], "flag_changes": [], "entry_updates": [], "recipe_updates": [],
+                "counts": {"entries": 0, "recipes": 0, "flags_active": 0}}
+    return plan_audit(session, settings, entries, recipe_ids, page_cache)
+
+
+def _with_recipes(session: Session, entry_ids) -> tuple[list[Entry], list[str]]:
+    """These entries and their recipes' other entries, and the recipe ids."""
     ids = sorted({int(i) for i in entry_ids})
     if not ids:
-        return {"entries": 0, "recipes": 0, "flags_active": 0}
+        return [], []
     seeds: list[Entry] = []
     for part in chunked(ids, CHUNK):
         seeds += session.scalars(select(Entry).where(Entry.id.in_(part))).all()
@@ -241,7 +271,7 @@ def audit_entries(session: Session, settings: Settings, entry_ids, *, page_cache
     for part in chunked(others, CHUNK):
         for e in session.scalars(select(Entry).where(Entry.id.in_(part))):
             entries[e.id] = e
-    return _audit(session, settings, list(entries.values()), recipe_ids, page_cache)
+    return list(entries.values()), recipe_ids
 
 
 def audit_recipes(session: Session, settings: Settings, recipe_ids) -> dict:
@@ -268,6 +298,16 @@ def audit_all(session: Session, settings: Settings) -> dict:
 
 def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_ids: list[str],
            page_cache: dict | None = None) -> dict:
+    plan = plan_audit(session, settings, entries, recipe_ids, page_cache)
+    apply_audit(session, plan)
+    return plan["counts"]
+
+
+def plan_audit(session: Session, settings: Settings, entries: list[Entry], recipe_ids: list[str],
+               page_cache: dict | None = None) -> dict:
+    """Everything an audit of these entries writes, computed from reads only: new flags, changed flags,
+    entry and recipe audit columns (plain dicts, so another process may compute a plan and this one
+    apply it). The loaded ORM objects are given the new values without being marked dirty."""
     from app.services.quotable import recipe_answer
 
     loaded = _load(session, sorted(entries, key=lambda e: e.id))
@@ -287,15 +327,14 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
     measured = _measurements(session, recipe_ids)
     flags_by_entry: dict[int, list] = {}
     inserts: list[NewFlag] = []
+    flag_changes: list[dict] = []
     for group in groups.values():
         shared = _group_context(group)
         for item in group:
             findings = run_rules(item.fields, item.quotes, _context(item, shared, page))
             flags_by_entry[item.entry.id] = _store_flags(session, settings, item, findings,
-                                                         existing.setdefault(item.entry.id, {}), inserts)
-    session.flush()
-    for part in chunked(inserts, CHUNK):
-        session.execute(insert(Flag), [f.row() for f in part])
+                                                         existing.setdefault(item.entry.id, {}), inserts,
+                                                         flag_changes)
     recipes: dict[str, Recipe] = {}
     keys = [k for k in groups if isinstance(k, str)]
     for part in chunked(keys, CHUNK):
@@ -312,6 +351,9 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
                                  decide(cands, ms, entry=cand, recipe_steady=steady))
             if changed is not None:
                 updates.append(changed)
+                for k, v in changed.items():
+                    if k != "id":
+                        set_committed_value(item.entry, k, v)
             active += sum(1 for f in flags_by_entry[item.entry.id] if f.active)
         if isinstance(key, str):
             recipe = recipes.get(key)
@@ -320,20 +362,31 @@ def _audit(session: Session, settings: Settings, entries: list[Entry], recipe_id
                 answer = recipe_answer(settings, key, shown, flags_by_entry, decide(cands, ms))
                 if (recipe.quotable, recipe.quotable_tps, recipe.basis) != (answer, answer["quotable_tps"],
                                                                             answer["basis"]):
-                    recipe_updates.append({"id": recipe.id, "quotable": answer, "quotable_tps": answer["quotable_tps"],
-                                           "basis": answer["basis"]})
+                    row = {"id": recipe.id, "quotable": answer, "quotable_tps": answer["quotable_tps"],
+                           "basis": answer["basis"]}
+                    recipe_updates.append(row)
+                    for k in ("quotable", "quotable_tps", "basis"):
+                        set_committed_value(recipe, k, row[k])
+    counts = {"entries": len(loaded), "recipes": sum(1 for k in groups if isinstance(k, str)), "flags_active": active}
+    return {"flag_inserts": [f.row() for f in inserts], "flag_changes": flag_changes, "entry_updates": updates,
+            "recipe_updates": recipe_updates, "counts": counts}
+
+
+def apply_audit(session: Session, plan: dict) -> None:
+    """Write what :func:`plan_audit` computed: bulk INSERT of new flags, bulk UPDATEs by primary key."""
     session.flush()
-    by_recipe = {r.id: r for r in recipes.values()}
-    for part in chunked(recipe_updates, CHUNK):
-        session.execute(update(Recipe), part)  # bulk UPDATE by primary key
-        for row in part:
-            session.expire(by_recipe[row["id"]], ["quotable", "quotable_tps", "basis"])
-    by_id = {i.entry.id: i.entry for i in loaded}
-    for part in chunked(updates, CHUNK):
-        session.execute(update(Entry), part)  # bulk UPDATE by primary key
-        for row in part:
-            session.expire(by_id[row["id"]], list(SUMMARY))
-    return {"entries": len(loaded), "recipes": sum(1 for k in groups if isinstance(k, str)), "flags_active": active}
+    for part in chunked(plan["flag_inserts"], CHUNK):
+        session.execute(insert(Flag), part)
+    groups: dict[tuple, list[dict]] = {}
+    for row in plan["flag_changes"]:
+        groups.setdefault(tuple(sorted(row)), []).append(row)
+    for rows in groups.values():
+        for part in chunked(rows, CHUNK):
+            session.execute(update(Flag), part)
+    for part in chunked(plan["recipe_updates"], CHUNK):
+        session.execute(update(Recipe), part)
+    for part in chunked(plan["entry_updates"], CHUNK):
+        session.execute(update(Entry), part)
 
 
 def reaudit_entry(session: Session, settings: Settings, entry_id: int) -> None:

@@ -112,12 +112,20 @@ def _audit_batches(session: Session, entry_ids: list[int]) -> list[list[int]]:
     return batches
 
 
+AUDIT_PARALLEL_MIN = 20_000  # entries of one page from which other processes audit some of its batches
+
+
 def _audit(session: Session, settings: Settings, entry_ids: list[int], report: SourceReport,
            checkpoint=None) -> None:
     if not entry_ids:
         return
     try:
         batches = _audit_batches(session, entry_ids) if len(entry_ids) > AUDIT_BATCH else [entry_ids]
+        processes = _audit_processes(settings, len(entry_ids), len(batches))
+        if processes > 1 and checkpoint is not None:
+            checkpoint()    # what the page stored is committed: the other processes read it
+            _audit_in_processes(session, settings, batches, processes, checkpoint)
+            return
         page_cache: dict = {}   # the page is stored whole before its audit: its single-stream count is read once
         for n, batch in enumerate(batches):
             with session.begin_nested():
@@ -125,8 +133,72 @@ def _audit(session: Session, settings: Settings, entry_ids: list[int], report: S
             if checkpoint is not None and n + 1 < len(batches):
                 checkpoint()
     except Exception as exc:  # an audit bug must not lose the parsed claims, but the run is not a success
+        session.expire_all()    # audit values given to loaded rows may not have been written
         report.summary.warnings.append(f"audit: {type(exc).__name__}: {exc}; run `caveat reparse` after fixing")
         report.status = "failed"
+
+
+def _audit_processes(settings: Settings, n_entries: int, n_batches: int) -> int:
+    wanted = settings.audit_processes
+    if wanted is None:
+        wanted = min(2, os.cpu_count() or 1)
+    if n_entries < AUDIT_PARALLEL_MIN or n_batches < 2:
+        return 1
+    return max(1, min(wanted, n_batches))
+
+
+def _audit_in_processes(session: Session, settings: Settings, batches: list[list[int]], processes: int,
+                        checkpoint) -> None:
+    """Audit a long page's batches in this process and ``processes - 1`` others at once. The others only
+    read and compute (an audit plan: plain rows); this process writes every plan, so there is one writer,
+    as SQLite needs, and batches never split a recipe, so no recipe is planned twice. Each batch commits
+    on its own; a batch that fails raises here, and what committed before it stays."""
+    from concurrent.futures import ProcessPoolExecutor
+
+    from app.services.audit import apply_audit
+
+    from archive.prepare import _context
+
+    theirs = [b for i, b in enumerate(batches) if i % processes]
+    mine = [b for i, b in enumerate(batches) if not i % processes]
+    with ProcessPoolExecutor(max_workers=processes - 1, mp_context=_context(), initializer=_audit_worker_init,
+                             initargs=(settings,)) as pool:
+        futures = [pool.submit(_audit_worker, b) for b in theirs]
+        page_cache: dict = {}
+        for batch in mine:
+            with session.begin_nested():
+                audit_entries(session, settings, batch, page_cache=page_cache)
+            checkpoint()
+            while futures and futures[0].done():
+                _apply_planned(session, futures.pop(0).result(), apply_audit, checkpoint)
+        for f in futures:
+            _apply_planned(session, f.result(), apply_audit, checkpoint)
+
+
+def _apply_planned(session: Session, plan: dict, apply_audit, checkpoint) -> None:
+    with session.begin_nested():
+        apply_audit(session, plan)
+    checkpoint()
+
+
+_WORKER: dict = {}
+
+
+def _audit_worker_init(settings: Settings) -> None:
+    _WORKER.clear()
+    _WORKER.update(db=Database(settings), settings=settings, page_cache={})
+
+
+def _audit_worker(batch: list[int]) -> dict:
+    """The plan of one batch, from reads only (the session is rolled back: this process never writes)."""
+    from app.services.audit import plan_entries
+
+    s = _WORKER["db"].Session()
+    try:
+        return plan_entries(s, _WORKER["settings"], batch, page_cache=_WORKER["page_cache"])
+    finally:
+        s.rollback()
+        s.close()
 
 
 def _finish(db: Database, source_id: int, crawl_id: int, report: SourceReport, snapshot_id: int | None) -> None:
