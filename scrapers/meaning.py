@@ -9,6 +9,7 @@ user, "aggregate" is summed, ``req/s``, ``ms``, ``x`` and ``%`` are never tok/s.
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -141,8 +142,8 @@ def cell_figure(text: str) -> Figure | None:
     if not m or m.start() > 3:
         return None
     head = s[:m.start()].strip("*`_ ~≈")
-    if head and not re.fullmatch(r"[(\[<>≥≤]*", head):
-        return None
+    if head and not all(ch in "([<>≥≤\ufe0f " or unicodedata.category(ch) == "So" for ch in head):
+        return None     # a bracket or a mark ("✅ 97.9", "🏆 131"), else words: not a figure cell
     rest = _FOOT.sub("", s[m.end():].strip()).strip(" *`_")
     if rest:
         if re.match(r"^(?:x|×|%)", rest, re.I):

@@ -19,7 +19,7 @@ from scrapers.tables import Draft
 _TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
                   r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:->|→|=>|-|–|to)\s*~?"
                   + NUMBER + r")?\s*(?:\*\*)?\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second|TPS|"
-                  r"tok/sec)\b", re.I)
+                  r"tok/sec|t/sec)\b", re.I)
 _STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)
 _DELTA_BEFORE = re.compile(r"(?:[+−]|\bby\s+|\bgains?\s+(?:of\s+)?|\bextra\s+|\badditional\s+)$", re.I)
 _DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvement|gain|increase|decrease|boost|"

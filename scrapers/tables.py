@@ -174,6 +174,10 @@ def read_table(tbl: Table, *, caption: str = "", heading: str = "", warnings: li
 
 # --- entries as rows --------------------------------------------------------------------------------
 
+# a figure with decimals, perhaps with its spread ("13.12 ± 0.85") or a note in brackets
+_DECIMAL_CELL = re.compile(r"[_*~]*\d[\d,]*\.\d+[_*]*(?:\s*(?:±|\+/-|\+-)\s*\d[\d,]*(?:\.\d+)?)?(?:\s*\(.*\))?")
+
+
 def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[int]:
     out = []
     first_conc = bool(re.search(r"conc|batch|users|streams|^c$|ctx", H[0] if H else "", re.I))
@@ -200,7 +204,7 @@ def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[i
             elif (col is None or col.role == "extra" or col.field == "label") and hh and not _NOT_SPEED_HEADER.search(hh):
                 # a workload or variant named in the header ("python", "TS", "swift") under a tok/s caption:
                 # a speed column when its cells are speeds (mostly with decimals, not counts)
-                dec = sum(1 for c in cells if re.fullmatch(r"[_*~]*\d[\d,]*\.\d+[_*]*(?:\s*\(.*\))?", c.value))
+                dec = sum(1 for c in cells if _DECIMAL_CELL.fullmatch(c.value))
                 if dec >= max(1, 0.5 * len([c for c in cells if not c.empty])):
                     out.append(j)
     return out

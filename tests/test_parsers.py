@@ -254,3 +254,29 @@ def test_a_page_naming_two_models_has_no_sole_model():
     body = ("We tried Llama-3.1-8B and Qwen2.5-7B last week.\n\n# Results\n\ndecode tokens/s: 41.01\n")
     sole = __import__("scrapers.pipeline", fromlist=["sole_model"]).sole_model
     assert sole(body) is None and sole("Only Qwen2.5-7B here, twice: Qwen2.5-7B.") == "Qwen2.5-7B"
+
+
+# -- generalisations found on the third held-out set (tests/data/real-heldout3) --------------------
+
+def test_a_table_of_precisions_under_a_unit_caption_reads_figures_with_their_spread():
+    body = ("**Performance Metrics:** (unit: Tokens / second)\n\n| Engine | float32 | float16 | int4 |\n|---|---|---|---|\n"
+            "| burn | 13.12 ± 0.85 | - | - |\n| vllm | 90.78 ± 1.60 | 90.54 ± 2.22 | - |\n"
+            "| exllamav2 | - | - | 164.28 ± 4.07 |\n")
+    assert set(_figures(body)) == {13.12, 90.78, 90.54, 164.28}
+
+
+def test_a_metric_cell_marked_with_a_symbol_is_a_figure():
+    body = ("| Metric | GGUF | TensorRT-LLM |\n|---|---|---|\n| Throughput (token/s) | 80 | ✅ 97.9 |\n")
+    assert {80.0, 97.9} <= set(_figures(body))
+
+
+def test_t_per_sec_with_a_decimal_comma():
+    got = _figures("673 tokens in 50 sec : 13,46 t/sec\n318 tokens in 25 sec : 12,72 t/sec\n", "text")
+    assert {13.46, 12.72} <= set(got)
+
+
+def test_a_hub_cache_path_names_its_model():
+    from scrapers.tools.common import model_from_path
+
+    assert model_from_path("Qwen--Qwen3-30B-A3B") == "Qwen3-30B-A3B"
+    assert model_from_path("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"

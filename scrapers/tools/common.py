@@ -54,6 +54,8 @@ def model_from_path(path: str) -> str:
     s = str(path).strip()
     base = s.rsplit("/", 1)[-1] if ("/" in s and (s.startswith(("/", ".", "~")) or s.endswith(".gguf"))) else s
     base = re.sub(r"(?i)(?:-\d{5}-of-\d{5})?\.gguf$", "", base)
+    if "--" in base and "/" not in base:     # the hub cache's "models--Qwen--Qwen3-30B-A3B": org--name
+        base = base.rsplit("--", 1)[-1]
     if base != s or s.endswith(".gguf"):
         while True:
             nb = _GGUF_TAIL.sub("", base)
