@@ -51,12 +51,17 @@ _SIZED_MODEL = re.compile(r"\bthe\s+(\d+(?:\.\d+)?[BMK])[\s-]+param(?:eter)?s?\s
 _DRAFT_HEAD = re.compile(r"(?i)(?:^|[^a-z])(?:eagle\d?|medusa|hydra|draft(?:er)?)(?:[^a-z]|$)")
 
 
+_DRAFT_BEFORE = re.compile(r"(?i)(?:\bdraft(?:er|ing)?(?:[\s_-]+model)?(?:[\s_-]+path)?|--model-draft|-md)\s*[:=]?\s*[`\"']?$")
+
+
 def draft_head(text: str, start: int, name: str) -> bool:
     """Whether the model name found at ``start`` in ``text`` is a draft head's (its own words or the
     identifier it is cut from say EAGLE, Medusa, Hydra or draft)."""
     i = start
     while i > 0 and (text[i - 1].isalnum() or text[i - 1] in "-_."):
         i -= 1
+    if _DRAFT_BEFORE.search(text[max(0, i - 24):i]):
+        return True     # "draft model qwen3-0.6B", "--model-draft X", "drafter: X"
     return bool(_DRAFT_HEAD.search(text[i:start] + name))
 
 

@@ -280,3 +280,10 @@ def test_a_hub_cache_path_names_its_model():
 
     assert model_from_path("Qwen--Qwen3-30B-A3B") == "Qwen3-30B-A3B"
     assert model_from_path("Qwen/Qwen3-8B") == "Qwen/Qwen3-8B"
+
+
+def test_a_model_named_as_the_draft_model_is_not_the_served_model():
+    body = ("```text\nMaximum request concurrency:             1\nOutput token throughput (tok/s):         39.96\n```\n\n"
+            "draft model qwen3-0.6B\n\n```text\nMaximum request concurrency:             1\n"
+            "Output token throughput (tok/s):         47.35\n```\n")
+    assert all("0.6b" not in str(v.get("model") or "").lower() for v in _figures(body, "text").values())
