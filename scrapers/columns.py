@@ -182,6 +182,7 @@ def split_engine(text: str) -> tuple[str, str | None]:
 
 QUANT_RE = re.compile(
     r"(?<![\w.])(UD-Q\d_K(?:_[A-Z]+)*|I?Q\d(?:_[A-Z0-9]+)*|NVFP4|MXFP4|FP8|FP4|INT4|INT8|W4A16|W8A8|BF16|F16|FP16|F32|"
+    r"FP32|float(?:16|32)|bfloat16|"
     r"AWQ|GPTQ|EXL[23](?:\s*TR3)?|\d(?:\.\d+)?\s?bpw|GGUF)(?![\w])", re.I)
 
 

@@ -100,6 +100,7 @@ def _apply_item_label(b: Builder, item: str) -> None:
     b.put("label", item, item)
 
 
+_BARE_QUANT = re.compile(r"(?i)(?:float|fp|bf|int|f)(?:4|8|16|32)|bfloat16|nvfp4|mxfp4|I?Q\d(?:_[A-Z0-9]+)*|awq|gptq")
 _BARE_TEST = re.compile(r"(?i)\s*((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\s*")
 
 
@@ -128,6 +129,8 @@ def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
             b.put("engine", eng, em.group(0))
             if ver:
                 b.put("engine_version", ver, ver)
+    if "quantization" not in has and _BARE_QUANT.fullmatch(h):
+        b.put("quantization", h, h)       # "| Engine | float32 | float16 | int8 |": a column per precision
     if "hardware" not in has and BARE_CARD.match(h):
         b.put("hardware", h, h)           # "| 3090Ti | 4090 |": columns named after cards
     if "hardware" not in has:

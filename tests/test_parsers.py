@@ -287,3 +287,10 @@ def test_a_model_named_as_the_draft_model_is_not_the_served_model():
             "draft model qwen3-0.6B\n\n```text\nMaximum request concurrency:             1\n"
             "Output token throughput (tok/s):         47.35\n```\n")
     assert all("0.6b" not in str(v.get("model") or "").lower() for v in _figures(body, "text").values())
+
+
+def test_a_column_per_precision_gives_each_figure_its_quantization():
+    body = ("**Performance Metrics:** (unit: Tokens / second)\n\n| Engine | float32 | float16 | int8 |\n|---|---|---|---|\n"
+            "| ctranslate | 35.23 ± 4.01 | 55.72 ± 16.66 | 35.73 ± 10.87 |\n")
+    got = _figures(body)
+    assert {k: v.get("quantization") for k, v in got.items()} == {35.23: "float32", 55.72: "float16", 35.73: "int8"}
