@@ -400,6 +400,15 @@ def apply(draft, page: Page, outer: Block | None = None) -> None:
     if outer is not None and outer is not draft.block and outer.caption:
         scopes.insert(0, (outer.caption, (outer.caption_start, outer.start), True))
     if outer is not None and outer.kind == "code":
+        blk = draft.block
+        if blk is not None and blk.kind == "table" and outer.start <= blk.end <= outer.end:
+            # a terminal table's caption printed under it ("Model: llama-3b", as rich prints it), up to
+            # the next table of the log: that table's own, before the log's first "Model:" line
+            after = outer.text[blk.end - outer.start:blk.end - outer.start + 400]
+            nxt = re.search(r"\n[ \t]*[┏╭┌╔|+]", after)
+            for f, v, q in kv_facts(after[:nxt.start()] if nxt else after):
+                if f not in blocked:
+                    b.put(f, v, q)
         # the log's own "Model: X" / "--model Y" lines, before anything around it
         for f, v, q in kv_facts(outer.text):
             if f not in blocked:

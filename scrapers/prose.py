@@ -18,7 +18,8 @@ from scrapers.tables import Draft
 
 _TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
                   r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:->|→|=>|-|–|to)\s*~?"
-                  + NUMBER + r")?\s*(?:\*\*)?\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second|TPS|"
+                  + NUMBER + r")?\s*(?:\*\*)?\s*(?P<ph>(?:decode|prefill|PP|TG|prompt|gen(?:eration)?|output|eval)\s+)?"
+                  r"(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second|TPS|"
                   r"tok/sec|t/sec)\b", re.I)
 _STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)
 _DELTA_BEFORE = re.compile(r"(?:[+−]|\bby\s+|\bgains?\s+(?:of\s+)?|\bextra\s+|\badditional\s+)$", re.I)
@@ -71,6 +72,10 @@ _KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/
                      r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
 
 
+_INLINE_TPS = re.compile(r"(?<![\w.])(?P<k>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*[_-](?:TPS|tps|tok_?s|toks_?per_?s))"
+                         r"\s*[=:]\s*(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)(?![\d.])")
+
+
 def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft], list[tuple[int, int]]]:
     """``Decode speed (tok/s): 45.2`` / ``Throughput: 1,234 tok/s``: a label naming a speed, then the
     figure (the output of tools nobody here has a module for). Labels that name latencies, requests per
@@ -81,8 +86,13 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
     chunk, a0 = blk.text, blk.start
     if ":" not in chunk and "=" not in chunk:
         return out, claimed
-    for m in _KV_TPS.finditer(chunk):
-        k = m.group("k").strip()
+    matches = list(_KV_TPS.finditer(chunk))
+    lined = [(m.start(), m.end()) for m in matches]
+    for m in _INLINE_TPS.finditer(chunk):      # "wall_TPS= 27.17  decode_TPS= 27.61" inside a log line
+        if not any(a <= m.start() < b for a, b in lined):
+            matches.append(m)
+    for m in sorted(matches, key=lambda x: x.start()):
+        k = m.group("k").strip().replace("_", " ")
         if not_tps(k) or re.search(r"(?i)\brequest", k):
             continue
         v = to_float(m.group("v"))
@@ -179,7 +189,8 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             before = chunk[max(sent_a, m.start() - 50):m.start()]
             head = (_HEAD_SPLIT.split(before.rstrip(" \t:=~≈*["))[-1].split(":")[-1]
                     or _HEAD_SPLIT.split(before)[-1])
-            ph = phase_of(tail) or phase_of(head) or phase_of(sentence) or phase_of(context_text)
+            ph = (phase_of(m.group("ph") or "") or phase_of(tail) or phase_of(head) or phase_of(sentence)
+                  or phase_of(context_text))    # "31.82 decode TPS", "675.6 PP tok/s": the word before the unit
             if ph:
                 b.put("phase", ph, None)
             sc = scope_of(window)

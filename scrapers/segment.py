@@ -33,9 +33,11 @@ _SEP_LINE = re.compile(r"^(?=[ \t:|-]*-{2})[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]
 _HEAD_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 _HEAD_INLINE = re.compile(r"(?:(?<=---)|(?<=```)|(?<=\|)|(?<=\.))[ \t]+(#{1,6})[ \t]+(?=[A-Z0-9\[(])")
 _HEAD_END = re.compile(r"\s(?:\*\*|\||```|`|-{3,}|#{1,6}\s)|[.:!?](?=\s)|\s{2,}")
-_BOX_TOP = re.compile(r"[╭┌┏╔]([─━═┬┳╦ \w…:()/.,'@+&%=-]*?)[╮┐┓╗]")
-_BOX_ROW_SEP = re.compile(r"[├┝┠╞┡╟┣╠][─━═┼╋╬┿╂]*[┤┥┨╡┩╢┫╣]")
-_BOX_BOTTOM = re.compile(r"[╰└┗╚][─━═┴┻╩]*[╯┘┛╝]")
+# a line cut short by the page's own width ("┏━━━┳━━�", a pasted terminal) ends without its corner
+_CUT = r"(?:�|(?=[ \t]*(?:\n|$)))"
+_BOX_TOP = re.compile(r"[╭┌┏╔]([─━═┬┳╦ \w…:()/.,'@+&%=-]*?)(?:[╮┐┓╗]|" + _CUT + ")")
+_BOX_ROW_SEP = re.compile(r"[├┝┠╞┡╟┣╠][─━═┼╋╬┿╂╇╈╉╊╀╁╃╄╅╆]*(?:[┤┥┨╡┩╢┫╣]|" + _CUT + ")")
+_BOX_BOTTOM = re.compile(r"[╰└┗╚][─━═┴┻╩╧╨]*(?:[╯┘┛╝]|" + _CUT + ")")
 _BOX_V = "│┃║"
 _GRID_BORDER = re.compile(r"^[ \t]*\+(?:[-=]{2,}\+)+[ \t]*$", re.M)
 

@@ -294,3 +294,46 @@ def test_a_column_per_precision_gives_each_figure_its_quantization():
             "| ctranslate | 35.23 ± 4.01 | 55.72 ± 16.66 | 35.73 ± 10.87 |\n")
     got = _figures(body)
     assert {k: v.get("quantization") for k, v in got.items()} == {35.23: "float32", 55.72: "float16", 35.73: "int8"}
+
+
+# -- generalisations found on the fourth held-out set (tests/data/real-heldout4) -------------------
+
+_RICH = ("```\n     Benchmark Comparison: vLLM vs SGL (Output Tokens/s)     \n"
+         "┏━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━┳━━\ufffd\n"
+         "┃ Input Tokens ┃ Output Tokens ┃    vLLM ┃    SGL ┃ Diff % ┃\n"
+         "┡━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━╇━━\ufffd\n"
+         "│         1000 │          2000 │ 1688.75 │ 426.47 │ 296.0% │\n"
+         "│         5000 │          1000 │ 1138.18 │ 650.95 │  74.8% │\n"
+         "└──────────────┴───────────────┴─────────┴────────┴──\ufffd\n"
+         "                     Model: deepseek-r1\n\n"
+         "     Benchmark Comparison: vLLM vs SGL (Output Tokens/s)     \n"
+         "┏━━━━━━━━━━━━━━┳━━━━━━━━━━━━━━━┳━━━━━━━━━┳━━━━━━━━━┳━\ufffd\n"
+         "┃ Input Tokens ┃ Output Tokens ┃    vLLM ┃     SGL ┃ Diff % ┃\n"
+         "┡━━━━━━━━━━━━━━╇━━━━━━━━━━━━━━━╇━━━━━━━━━╇━━━━━━━━━╇━\ufffd\n"
+         "│         1000 │          2000 │ 5522.25 │ 5320.85 │   3.8% │\n"
+         "└──────────────┴───────────────┴─────────┴─────────┴─\ufffd\n"
+         "                       Model: llama-3b\n```\n")
+
+
+def test_a_rich_table_cut_at_the_terminal_width_is_read_with_the_model_printed_under_it():
+    got = _figures(_RICH)
+    assert {k: v.get("model") for k, v in got.items()} == {
+        1688.75: "deepseek-r1", 426.47: "deepseek-r1", 1138.18: "deepseek-r1", 650.95: "deepseek-r1",
+        5522.25: "llama-3b", 5320.85: "llama-3b"}
+
+
+def test_a_phase_word_between_the_figure_and_its_unit():
+    got = _figures("```\n[bench] code run 1/5: 800 tok in 25.3s (31.82 decode TPS, ttft 179ms)\n"
+                   "[bench] prompt-processing run 1/1: 9980 prompt tok, 675.6 PP tok/s, ttft 14772ms\n```\n")
+    assert (got[31.82]["phase"], got[675.6]["phase"]) == ("decode", "prefill")
+
+
+def test_key_value_speeds_inside_a_log_line():
+    got = _figures("```\n  warm-1     wall= 36.81s  ttft=   592ms  toks=1000  wall_TPS= 27.17  decode_TPS= 27.61\n```\n")
+    assert (got[27.17]["phase"], got[27.61]["phase"]) == ("e2e", "decode")
+
+
+def test_a_safetensors_file_names_its_model():
+    body = (" -- Model: /models/llama-7b-4bit/llama-7b-4bit.safetensors\n -- Generating 128 tokens...\n"
+            " ** Speed: 36.62 tokens/second\n")
+    assert _figures(body, "text")[36.62].get("model") == "llama-7b"
