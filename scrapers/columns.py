@@ -153,7 +153,9 @@ ENGINES = ["ik_llama.cpp", "llama.cpp", "llama-server", "SGLang", "vLLM", "Tenso
            "ExLlamaV2", "exllamav3", "TabbyAPI", "MLX", "mlx-lm", "Ollama", "LM Studio", "KTransformers", "TGI",
            "MLC-LLM", "MLC LLM", "LMDeploy", "Aphrodite", "llamafile", "koboldcpp", "Transformers", "DeepSpeed-MII",
            "TensorRT LLM", "AutoAWQ", "torchao", "ExLlama", "gpt-fast", "deepsparse", "OpenVINO", "ONNX Runtime",
-           "CTranslate2", "PowerInfer", "fastllm", "Llamafile", "LocalAI", "text-generation-inference"]
+           "CTranslate2", "PowerInfer", "fastllm", "Llamafile", "LocalAI", "text-generation-inference", "SGL"]
+# short names a page uses for an engine, and the engine they name
+ENGINE_ALIASES = {"sgl": "SGLang"}
 ENGINE_RE = re.compile(r"(?<![\w.-])(" + "|".join(re.escape(e) for e in sorted(ENGINES, key=len, reverse=True))
                        + r")(?![\w-])", re.I)
 _VERSION_RE = re.compile(r"^[\s:,]*(?:v|version\s*|ver\.?\s*)?(\d+(?:\.\d+)+[\w.+-]*|b\d{3,6}\b|\d+\.\w+|nightly|main)",
@@ -171,9 +173,10 @@ def split_engine(text: str) -> tuple[str, str | None]:
     if m:
         tail = s[m.end():]
         v = _VERSION_RE.match(tail)
+        name = ENGINE_ALIASES.get(m.group(1).lower(), m.group(1))
         if v:
-            return m.group(1), v.group(1)
-        return m.group(1), None
+            return name, v.group(1)
+        return name, None
     parts = s.rsplit(None, 1)
     if len(parts) == 2 and re.fullmatch(r"v?\d+(?:\.\d+)+[\w.+-]*", parts[1]):
         return parts[0], parts[1].lstrip("v")

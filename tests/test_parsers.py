@@ -337,3 +337,12 @@ def test_a_safetensors_file_names_its_model():
     body = (" -- Model: /models/llama-7b-4bit/llama-7b-4bit.safetensors\n -- Generating 128 tokens...\n"
             " ** Speed: 36.62 tokens/second\n")
     assert _figures(body, "text")[36.62].get("model") == "llama-7b"
+
+
+def test_sgl_is_sglang():
+    from scrapers.columns import split_engine
+
+    assert split_engine("SGL v0.4.4") == ("SGLang", "0.4.4")
+    got = _figures(_RICH)
+    assert {v.get("engine") for k, v in got.items() if k in (426.47, 650.95, 5320.85)} == {"SGLang"}
+    assert {v.get("engine") for k, v in got.items() if k in (1688.75, 1138.18, 5522.25)} == {"vLLM"}
