@@ -13,7 +13,8 @@ the true rate is known. What it does is set by :class:`Behaviour`:
   far match one, the next ``draft`` tokens are proposed and verified in the same step. The model is
   deterministic, so on a repeated prompt every draft is accepted and a step yields ``draft + 1``
   tokens, sent as one chunk. New prompts never match, so they run at ``rate``.
-- ``kill_after``: close the connection after that many tokens, mid-stream.
+- ``kill_after``: close the connection after that many tokens, mid-stream (``kill_on_request``: only
+  on the n-th request).
 - ``stream=False`` answers JSON even when asked to stream; ``status`` answers that error status;
   ``chat=False`` has no /v1/chat/completions (404), only /v1/completions; ``usage``/``timings``:
   report usage (OpenAI ``stream_options.include_usage``) and llama.cpp-style ``timings``.
@@ -44,6 +45,7 @@ class Behaviour:
     replay_proposer: bool = False
     draft: int = 4
     kill_after: int | None = None
+    kill_on_request: int | None = None  # only the n-th POST (1-based) is killed; None: every one
     stream: bool = True
     status: int | None = None
     chat: bool = True
@@ -66,6 +68,13 @@ def tokens_for(prompt: str, n: int, kind: str) -> list[str]:
         w = rng.choice(_WORDS)
         out.append((" " if i else "") + (w.capitalize() if i % 11 == 0 else w) + ("." if i % 11 == 10 else ""))
     return out
+
+
+class _Quiet(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):  # a killed stream or a client that hung up
+        pass
 
 
 class OpenAIServer:
@@ -126,13 +135,15 @@ class OpenAIServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Server", "caveat-test-engine")
                 self.end_headers()
-                outer._stream(self, toks, chat, bool((body.get("stream_options") or {}).get("include_usage")))
+                nth = len(outer.requests)
+                kill = b.kill_after if b.kill_on_request in (None, nth) else None
+                outer._stream(self, toks, chat, bool((body.get("stream_options") or {}).get("include_usage")), kill)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _Quiet(("127.0.0.1", 0), Handler)
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
 
-    def _stream(self, h, toks: list[str], chat: bool, include_usage: bool) -> None:
+    def _stream(self, h, toks: list[str], chat: bool, include_usage: bool, kill: int | None = None) -> None:
         b = self.b
         w = h.wfile
 
@@ -173,7 +184,7 @@ class OpenAIServer:
             pause = due - time.perf_counter()
             if pause > 0:
                 time.sleep(pause)
-            if b.kill_after is not None and produced >= b.kill_after:
+            if kill is not None and produced >= kill:
                 try:
                     h.connection.shutdown(socket.SHUT_RDWR)
                 finally:

@@ -1,0 +1,356 @@
+"""`caveat measure` (issue 15) against real HTTP servers on 127.0.0.1 (tests/openai_server.py): the
+stored measurement, its WARC evidence checked by warcio and cdxj-indexer, the working number, the
+citation page, the repeat test, the output checks and every way a run can fail."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import Database
+from app.models import Measurement, Recipe, Snapshot
+from app.services.audit import audit_entries
+from app.services.measure import checks, prompts
+from tests.audit_data import glm_entries, store as store_entries
+from tests.openai_server import Behaviour, OpenAIServer
+from tests.refbin import tool
+
+CONTRACT = {"decode_tps", "decode_tps_p10", "decode_tps_p90", "ttft_ms", "requests", "repeat_test", "output_check",
+            "measurement_id", "citation"}
+
+
+def _recipe(settings) -> str:
+    db = Database(settings)
+    try:
+        with db.session() as s:
+            _, _, summary = store_entries(s, glm_entries())
+            audit_entries(s, settings, summary.entry_ids)
+            return s.scalar(select(Recipe.recipe_id))
+    finally:
+        db.dispose()
+
+
+def _counts(settings) -> tuple[int, int]:
+    db = Database(settings)
+    try:
+        with db.Session() as s:
+            return (s.scalar(select(func.count(Measurement.id))), s.scalar(select(func.count(Snapshot.id))))
+    finally:
+        db.dispose()
+
+
+def _run(cli, url, *extra, model="test-model", settings=None):
+    r = cli("measure", "--endpoint", url, "--model", model, "--prompts", "4", "--max-tokens", "40", "--json", *extra,
+            settings_override=settings)
+    return r, json.loads(r.stdout) if r.stdout.strip().startswith("{") else None
+
+
+@pytest.fixture
+def bcli(backend_settings):
+    """The CLI in-process on ``backend_settings`` (SQLite, then PostgreSQL)."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+
+    runner = CliRunner()
+
+    def run(*args, settings_override=None):
+        return runner.invoke(main, list(args), obj=CliContext(settings_override or backend_settings),
+                             catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def client_for():
+    """A TestClient of the app on the given settings (closed at the end)."""
+    from fastapi.testclient import TestClient
+
+    from app.main import create_app
+
+    made = []
+
+    def make(settings):
+        app = create_app(settings)
+        c = TestClient(app, base_url="http://caveat.test")
+        c.__enter__()
+        made.append((app, c))
+        return c
+
+    yield make
+    for app, c in made:
+        c.__exit__(None, None, None)
+        app.state.db.dispose()
+
+
+def _warc_types(settings) -> list[str]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    out = []
+    for path in sorted(settings.warc_dir.glob("caveat-*.warc.gz")):
+        with open(path, "rb") as f:
+            out += [rec.rec_type for rec in ArchiveIterator(f)]
+    return out
+
+
+# -- pure parts -----------------------------------------------------------------------------------
+def test_prompts_are_deterministic_and_share_no_long_ngram():
+    a = prompts.generate(16, seed=3)
+    assert a == prompts.generate(16, seed=3) and a != prompts.generate(16, seed=4)
+    assert len(set(a)) == 16 and prompts.shared_ngrams(a) == []
+    assert prompts.prompt_set_sha256(a) == prompts.prompt_set_sha256(list(a))
+    assert prompts.prompt_set_sha256(a) != prompts.prompt_set_sha256(a[::-1])
+    reserved = a[0]
+    b = prompts.generate(8, seed=3, reserved=[reserved])
+    assert prompts.shared_ngrams([reserved] + b) == []
+    with pytest.raises(prompts.PromptError, match="ask for fewer"):
+        prompts.generate(500, seed=1)
+
+
+def test_checks_pass_prose_and_reject_loops_garbage_and_miscounts():
+    prose = (Path(__file__).parent.parent / "docs" / "ARCHITECTURE.md").read_text()[:1500]
+    assert checks.check_output(prose) == []
+    loop = "The river runs past the old mill. " * 30
+    found = checks.check_output(loop, tokens=loop.split(" "))
+    assert any(p.startswith("repeat loop") for p in found) and any("4-grams" in p for p in found)
+    assert any("compresses" in p for p in found)
+    soup = "".join("ĠzqxÃ¤Ċ#@%{}"[(i * 7) % 12] + ("  " if i % 5 == 0 else "") for i in range(600))
+    assert any(p.startswith("garbage") for p in checks.check_output(soup))
+    assert checks.check_output("   \n") == ["empty: the server streamed no text"]
+    assert any("content chunks" in p for p in checks.check_output(prose, streamed=50, usage_tokens=40, max_tokens=64))
+    assert any("not the 64" in p for p in checks.check_output(prose, streamed=10, usage_tokens=40, max_tokens=64,
+                                                              finish_reason="length"))
+    assert checks.check_output("The capital of France is Paris.", answer="Paris") == []
+    assert checks.check_output("The capital of France is Lyon.", answer="Paris") == [
+        "wrong answer: expected 'Paris' in the output"]
+
+
+# -- a full run ------------------------------------------------------------------------------------
+def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(backend_settings, bcli, client_for):
+    rid = _recipe(backend_settings)
+    before = _counts(backend_settings)
+    with OpenAIServer(Behaviour(rate=300)) as srv:
+        r, m = _run(bcli, srv.url, "--recipe", rid)
+    assert r.exit_code == 0, r.output
+    m = m["measurement"]
+    assert CONTRACT <= set(m)
+    assert m["output_check"] == {"passed": True, "problems": []} and m["counts_as_measured"] is True
+    assert m["decode_tps_p10"] <= m["decode_tps"] <= m["decode_tps_p90"]
+    assert m["ttft_ms"] > 0 and m["prompts"] == 4 and m["api"] == "/v1/chat/completions"
+    assert set(m["repeat_test"]) >= {"unique_tps", "repeat_tps", "ratio", "passed"}
+    assert m["repeat_test"]["passed"] is True
+    kinds = [q["kind"] for q in m["requests"]]
+    assert kinds == ["unique"] * 4 + ["repeat"] * 4
+    assert all(q["tokens"] == 40 and q["token_count_from"] == "usage" and q["finish_reason"] == "length"
+               for q in m["requests"])
+    assert len({q["prompt"] for q in m["requests"] if q["kind"] == "unique"}) == 4
+    assert len({q["prompt"] for q in m["requests"] if q["kind"] == "repeat"}) == 1
+    assert m["prompt_set_sha256"] == prompts.prompt_set_sha256([q["prompt"] for q in m["requests"][:4]])
+    assert "sse-test 1.0" in m["engine"] and m["citation"].endswith(f"/c/{m['citation_id']}")
+    # the server saw exactly what the WARC says was sent, and no API key
+    sent = srv.requests
+    assert len(sent) == 8 and all(x["body"]["stream"] is True for x in sent)
+
+    # evidence: 8 response + 8 request records and one metadata record, valid for the field's tools
+    types = _warc_types(backend_settings)
+    assert types.count("response") == 8 and types.count("request") == 8 and types.count("metadata") == 1
+    for path in backend_settings.warc_dir.glob("caveat-*.warc.gz"):
+        check = subprocess.run([tool("warcio"), "check", "-v", str(path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+        cdx = subprocess.run([tool("cdxj-indexer"), str(path)], capture_output=True, text=True)
+        assert cdx.returncode == 0 and cdx.stdout.count("/v1/chat/completions") >= 8
+    assert _counts(backend_settings) == (before[0] + 1, before[1] + 8)
+
+    # the API returns the same object; the quotable answer names the measurement
+    client = client_for(backend_settings)
+    got = client.get(f"/api/measurements/{m['measurement_id']}").json()["measurement"]
+    assert got == m
+    q = client.get(f"/api/recipes/{rid}/quotable").json()
+    assert q["basis"] == "measured" and q["measurement"]["id"] == m["id"]
+    assert q["measurement"]["citation"] == m["citation"] and "sse-test" in q["measurement"]["engine"]
+    # the citation page shows prompts, outputs, timings and checks, and re-reads the evidence
+    page = client.get(f"/c/{m['citation_id']}")
+    assert page.status_code == 200
+    assert m["requests"][0]["prompt"] in page.text and m["requests"][0]["output"][:30] in page.text
+    assert "Every output check passed" in page.text and f"{m['decode_tps']}" in page.text
+    twin = client.get(f"/c/{m['citation_id']}.json").json()
+    assert twin["fixity"] == "ok" and twin["matches_archive"] is True
+    each = client.get(f"/c/{m['requests'][0]['snapshot_citation_id']}.json").json()
+    assert each["url"].endswith("/v1/chat/completions") and each["status"] == 200
+
+
+def test_random_text_is_stored_with_its_reasons_and_never_counts(backend_settings, bcli, client_for):
+    rid = _recipe(backend_settings)
+    with OpenAIServer(Behaviour(text="garbage")) as srv:
+        r, body = _run(bcli, srv.url, "--recipe", rid, "--repeats", "0")
+    assert r.exit_code == 1 and body["ok"] is False
+    m = body["measurement"]
+    assert m["output_check"]["passed"] is False and m["counts_as_measured"] is False
+    assert any("garbage" in p for p in m["output_check"]["problems"])
+    assert m["repeat_test"] is None
+    q = client_for(backend_settings).get(f"/api/recipes/{rid}/quotable").json()
+    assert q["basis"] != "measured" and q["measurement"] is None
+    page = client_for(backend_settings).get(f"/c/{m['citation_id']}")
+    assert "never a working number" in page.text and "garbage" in page.text
+
+
+def test_repeat_loop_fails_the_check(settings, cli):
+    with OpenAIServer(Behaviour(text="loop")) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    assert r.exit_code == 1
+    assert any("repeat loop" in p for p in body["measurement"]["output_check"]["problems"])
+
+
+def test_expected_answer_prompts(settings, cli):
+    with OpenAIServer(Behaviour()) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0", "--check", "What is the capital of France?=Paris")
+    m = body["measurement"]
+    assert r.exit_code == 1 and m["requests"][-1]["kind"] == "check"
+    assert m["requests"][-1]["expected"] == "Paris"
+    assert "request 5 (check): wrong answer: expected 'Paris' in the output" in m["output_check"]["problems"]
+    bad = cli("measure", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--check", "no answer here")
+    assert bad.exit_code == 1 and "QUESTION=EXPECTED ANSWER" in bad.output
+
+
+def test_repeat_test_catches_a_replaying_proposer(settings, cli):
+    """The server speculates with a proposer that replays earlier completions (suffix-cache style): a
+    repeated prompt gets every draft accepted and runs several times faster; new prompts do not."""
+    with OpenAIServer(Behaviour(rate=250, replay_proposer=True, draft=3)) as srv:
+        r, body = _run(cli, srv.url)
+        text = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--prompts", "2",
+                   "--max-tokens", "40", "--repeats", "3", "--seed", "9")
+    m = body["measurement"]
+    rt = m["repeat_test"]
+    assert rt["passed"] is False and rt["ratio"] > 1.1 and "benefits from repetition" in rt["note"]
+    assert m["output_check"]["passed"] is True  # the number itself stands; the repeat test is shown beside it
+    repeats = [q for q in m["requests"] if q["kind"] == "repeat"]
+    assert repeats[-1]["streamed_chunks"] < repeats[-1]["tokens"] == 40  # several tokens per chunk
+    assert "repeat test: FAILED" in text.output and "benefits from repetition" in text.output
+
+
+def test_concurrency_reports_per_user_and_aggregate(settings, cli):
+    with OpenAIServer(Behaviour(rate=200)) as srv:
+        r, body = _run(cli, srv.url, "--concurrency", "4", "--repeats", "2")
+    m = body["measurement"]
+    assert r.exit_code == 0 and m["concurrency"] == 4
+    assert m["per_user"]["decode_tps"] == m["decode_tps"] and "per user" in m["per_user"]["label"]
+    assert m["aggregate"]["tps"] > m["per_user"]["decode_tps"] and "aggregate" in m["aggregate"]["label"]
+    # at concurrency > 1 the repeats are compared with new prompts sent the same way, one at a time
+    assert [q["kind"] for q in m["requests"]].count("baseline") == 2
+    assert "one at a time" in m["repeat_test"]["baseline"]
+
+
+def test_timing_agrees_with_the_servers_own_clock(settings, cli):
+    """The server reports llama.cpp-style timings from its own clock; the harness's figure (taken
+    from arrival times on the other side of the socket) must agree with it."""
+    with OpenAIServer(Behaviour(rate=150, timings=True)) as srv:
+        r = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--prompts", "3", "--max-tokens", "90",
+                "--repeats", "0", "--json")
+    m = json.loads(r.stdout)["measurement"]
+    for q in m["requests"]:
+        server = q["server_timings"]["predicted_per_second"]
+        assert abs(q["decode_tps"] - server) / server < 0.1, (q["decode_tps"], server)
+    assert m["server_reported_tps"] is not None
+
+
+def test_completions_fallback_and_no_usage(settings, cli):
+    with OpenAIServer(Behaviour(chat=False, usage=False)) as srv:
+        r, body = _run(cli, srv.url + "/v1", "--repeats", "0")
+    m = body["measurement"]
+    assert r.exit_code == 0, r.output
+    assert m["api"] == "/v1/completions" and all(q["token_count_from"] == "stream" for q in m["requests"])
+    assert srv.requests[0]["path"] == "/v1/chat/completions" and srv.requests[1]["path"] == "/v1/completions"
+
+
+def test_miscounted_tokens_fail_the_check(settings, cli):
+    with OpenAIServer(Behaviour(usage_offset=-10)) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    assert r.exit_code == 1
+    assert any("content chunks streamed" in p for p in body["measurement"]["output_check"]["problems"])
+
+
+# -- failures ------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("behaviour, model, expected", [
+    (None, "test-model", "connection refused"),
+    (Behaviour(), "other-model", "does not serve a model named 'other-model'; it serves: test-model"),
+    (Behaviour(stream=False), "test-model", "did not stream"),
+    (Behaviour(status=503), "test-model", "answered 503"),
+    (Behaviour(kill_after=5), "test-model", "stopped mid-stream"),
+])
+def test_failures_before_anything_finished_store_nothing(settings, cli, behaviour, model, expected):
+    if behaviour is None:
+        from tests.refbin import free_port
+
+        url = f"http://127.0.0.1:{free_port()}"
+        r, body = _run(cli, url, model=model)
+    else:
+        with OpenAIServer(behaviour) as srv:
+            r, body = _run(cli, srv.url, model=model)
+    assert r.exit_code == 1 and body["ok"] is False
+    assert expected in body["error"] and "nothing was stored" in body["error"]
+    assert _counts(settings) == (0, 0)
+    assert "response" not in _warc_types(settings)
+
+
+def test_timeout_is_a_clear_error(settings, cli):
+    with OpenAIServer(Behaviour(ttft=3)) as srv:
+        r = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--timeout", "0.5", "--json")
+    body = json.loads(r.stdout)
+    assert r.exit_code == 1 and "timed out after 0.5 s" in body["error"]
+    assert _counts(settings) == (0, 0)
+
+
+def test_server_killed_mid_stream_keeps_only_what_finished(backend_settings, bcli):
+    with OpenAIServer(Behaviour(kill_after=7, kill_on_request=3)) as srv:
+        r, body = _run(bcli, srv.url, "--repeats", "0")
+    assert r.exit_code == 1
+    m = body["measurement"]
+    assert m["output_check"]["passed"] is False and m["counts_as_measured"] is False
+    assert "stopped mid-stream" in m["output_check"]["problems"][0]
+    done = [q["index"] for q in m["requests"]]
+    assert done == [0, 1]  # the killed third request is not evidence, and the run stopped there
+    assert len(srv.requests) == 3
+    assert _counts(backend_settings) == (1, 2)
+    types = _warc_types(backend_settings)
+    assert types.count("response") == 2 and types.count("metadata") == 1
+    for path in backend_settings.warc_dir.glob("caveat-*.warc.gz"):
+        check = subprocess.run([tool("warcio"), "check", str(path)], capture_output=True, text=True)
+        assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_ctrl_c_stops_cleanly_and_stores_nothing(settings, tmp_path):
+    env = dict(os.environ, CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.database_url)
+    with OpenAIServer(Behaviour(rate=20)) as srv:
+        proc = subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", "measure", "--endpoint", srv.url, "--model",
+                                 "test-model", "--prompts", "4", "--max-tokens", "200"], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + 30
+        while len(srv.requests) < 2 and time.monotonic() < deadline:  # the first finished, the second streams
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    assert "nothing was stored" in err
+    assert _counts(settings) == (0, 0)
+    assert "response" not in _warc_types(settings)
+
+
+def test_unknown_recipe_is_refused_before_any_request(settings, cli):
+    with OpenAIServer(Behaviour()) as srv:
+        r, body = _run(cli, srv.url, "--recipe", "r-000000000000")
+    assert r.exit_code == 1 and "No recipe 'r-000000000000'" in body["error"] and srv.requests == []
+
+
+def test_writing_a_measurement_over_the_api_still_needs_a_writer(client):
+    r = client.post("/api/measurements", json={"recipe_id": "r-x", "tps": 1.0, "non_repeating_prompts": True,
+                                               "output_checked": True})
+    assert r.status_code == 401
