@@ -72,6 +72,7 @@ def tokens_for(prompt: str, n: int, kind: str) -> list[str]:
 
 class _Quiet(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # 32 clients connect at once (the default backlog of 5 resets some)
 
     def handle_error(self, request, client_address):  # a killed stream or a client that hung up
         pass

@@ -149,26 +149,29 @@ def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(ba
     assert set(m["repeat_test"]) >= {"unique_tps", "repeat_tps", "ratio", "passed"}
     assert m["repeat_test"]["passed"] is True
     kinds = [q["kind"] for q in m["requests"]]
-    assert kinds == ["unique"] * 4 + ["repeat"] * 4
+    assert kinds == ["probe"] + ["unique"] * 4 + ["repeat"] * 4
+    assert m["requests"][0]["decode_tps"] is None and m["requests"][0]["tokens"] == 16  # not timed
     assert all(q["tokens"] == 40 and q["token_count_from"] == "usage" and q["finish_reason"] == "length"
-               for q in m["requests"])
+               for q in m["requests"][1:])
     assert len({q["prompt"] for q in m["requests"] if q["kind"] == "unique"}) == 4
     assert len({q["prompt"] for q in m["requests"] if q["kind"] == "repeat"}) == 1
-    assert m["prompt_set_sha256"] == prompts.prompt_set_sha256([q["prompt"] for q in m["requests"][:4]])
+    assert m["prompt_set_sha256"] == prompts.prompt_set_sha256([q["prompt"] for q in m["requests"][1:5]])
+    assert prompts.shared_ngrams([q["prompt"] for q in m["requests"][:6]]) == []
     assert "sse-test 1.0" in m["engine"] and m["citation"].endswith(f"/c/{m['citation_id']}")
     # the server saw exactly what the WARC says was sent, and no API key
     sent = srv.requests
-    assert len(sent) == 8 and all(x["body"]["stream"] is True for x in sent)
+    assert len(sent) == 9 and all(x["body"]["stream"] is True for x in sent)
+    assert all("authorization" not in {k.lower() for k in x["headers"]} for x in sent)
 
-    # evidence: 8 response + 8 request records and one metadata record, valid for the field's tools
+    # evidence: 9 response + 9 request records and one metadata record, valid for the field's tools
     types = _warc_types(backend_settings)
-    assert types.count("response") == 8 and types.count("request") == 8 and types.count("metadata") == 1
+    assert types.count("response") == 9 and types.count("request") == 9 and types.count("metadata") == 1
     for path in backend_settings.warc_dir.glob("caveat-*.warc.gz"):
         check = subprocess.run([tool("warcio"), "check", "-v", str(path)], capture_output=True, text=True)
         assert check.returncode == 0, check.stdout + check.stderr
         cdx = subprocess.run([tool("cdxj-indexer"), str(path)], capture_output=True, text=True)
         assert cdx.returncode == 0 and cdx.stdout.count("/v1/chat/completions") >= 8
-    assert _counts(backend_settings) == (before[0] + 1, before[1] + 8)
+    assert _counts(backend_settings) == (before[0] + 1, before[1] + 9)
 
     # the API returns the same object; the quotable answer names the measurement
     client = client_for(backend_settings)
@@ -180,7 +183,7 @@ def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(ba
     # the citation page shows prompts, outputs, timings and checks, and re-reads the evidence
     page = client.get(f"/c/{m['citation_id']}")
     assert page.status_code == 200
-    assert m["requests"][0]["prompt"] in page.text and m["requests"][0]["output"][:30] in page.text
+    assert m["requests"][1]["prompt"] in page.text and m["requests"][1]["output"][:30] in page.text
     assert "Every output check passed" in page.text and f"{m['decode_tps']}" in page.text
     twin = client.get(f"/c/{m['citation_id']}.json").json()
     assert twin["fixity"] == "ok" and twin["matches_archive"] is True
@@ -216,7 +219,7 @@ def test_expected_answer_prompts(settings, cli):
     m = body["measurement"]
     assert r.exit_code == 1 and m["requests"][-1]["kind"] == "check"
     assert m["requests"][-1]["expected"] == "Paris"
-    assert "request 5 (check): wrong answer: expected 'Paris' in the output" in m["output_check"]["problems"]
+    assert "request 6 (check): wrong answer: expected 'Paris' in the output" in m["output_check"]["problems"]
     bad = cli("measure", "--endpoint", "http://127.0.0.1:9", "--model", "m", "--check", "no answer here")
     assert bad.exit_code == 1 and "QUESTION=EXPECTED ANSWER" in bad.output
 
@@ -256,7 +259,7 @@ def test_timing_agrees_with_the_servers_own_clock(settings, cli):
         r = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--prompts", "3", "--max-tokens", "90",
                 "--repeats", "0", "--json")
     m = json.loads(r.stdout)["measurement"]
-    for q in m["requests"]:
+    for q in m["requests"][1:]:
         server = q["server_timings"]["predicted_per_second"]
         assert abs(q["decode_tps"] - server) / server < 0.1, (q["decode_tps"], server)
     assert m["server_reported_tps"] is not None
@@ -284,7 +287,7 @@ def test_miscounted_tokens_fail_the_check(settings, cli):
     (Behaviour(), "other-model", "does not serve a model named 'other-model'; it serves: test-model"),
     (Behaviour(stream=False), "test-model", "did not stream"),
     (Behaviour(status=503), "test-model", "answered 503"),
-    (Behaviour(kill_after=5), "test-model", "stopped mid-stream"),
+    (Behaviour(kill_after=5), "test-model", "closed the connection mid-stream"),
 ])
 def test_failures_before_anything_finished_store_nothing(settings, cli, behaviour, model, expected):
     if behaviour is None:
@@ -315,7 +318,7 @@ def test_server_killed_mid_stream_keeps_only_what_finished(backend_settings, bcl
     assert r.exit_code == 1
     m = body["measurement"]
     assert m["output_check"]["passed"] is False and m["counts_as_measured"] is False
-    assert "stopped mid-stream" in m["output_check"]["problems"][0]
+    assert "closed the connection mid-stream" in m["output_check"]["problems"][0]
     done = [q["index"] for q in m["requests"]]
     assert done == [0, 1]  # the killed third request is not evidence, and the run stopped there
     assert len(srv.requests) == 3

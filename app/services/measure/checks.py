@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 import zlib
+from operator import eq
 
 from app.services.measure.words import COMMON
 
@@ -28,24 +29,28 @@ _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 def _period(seq: list, *, cover: float = PERIOD_COVER, match: float = PERIOD_MATCH,
             longest: int | None = None) -> tuple[int, float] | None:
-    """The shortest period p (1 .. len/3, at most ``longest``) with which the tail of ``seq`` repeats itself over at least
-    ``cover`` of the sequence; returns (p, share of the sequence the loop covers) or None."""
+    """The shortest period p (1 .. len/3, at most ``longest``) with which the tail of ``seq`` repeats
+    itself over at least ``cover`` of the sequence; returns (p, share of the sequence the loop covers)
+    or None. A period is tried in full only when the last ``max(3p, 20)`` items already match it."""
     n = len(seq)
     if n < 6:
         return None
     for p in range(1, min(n // 3, longest or n) + 1):
         window = max(3 * p, 20)
-        # walk back from the end while positions equal the one p earlier (allowing a few misses)
+        if window + p > n:
+            break
+        if sum(map(eq, seq[n - window:], seq[n - window - p:n - p])) < match * window:
+            continue
         same = total = 0
         start = n
-        for i in range(n - 1, p - 1, -1):
+        for i in range(n - 1, p - 1, -1):  # walk back while positions equal the one p earlier
             total += 1
             if seq[i] == seq[i - p]:
                 same += 1
-            if total >= window and same / total >= match:
+            if total >= window:
+                if same / total < match:
+                    break
                 start = i - p
-            elif total >= window and same / total < match:
-                break
         covered = (n - start) / n if start < n else 0.0
         if covered >= cover and n - start >= 3 * p:
             return p, covered

@@ -94,7 +94,7 @@ def _reason(exc: BaseException, endpoint: Endpoint, what: str) -> str:
         return f"cannot reach {endpoint.base}: TLS failed ({exc})"
     if isinstance(exc, (http.client.IncompleteRead, ConnectionResetError, BrokenPipeError,
                         http.client.RemoteDisconnected)):
-        return f"{what}: the server closed the connection ({type(exc).__name__})"
+        return f"{what}: the server closed the connection mid-stream ({type(exc).__name__})"
     return f"{what}: {type(exc).__name__}: {exc}"
 
 
@@ -252,60 +252,116 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
         conn.close()
 
 
+def _body_pieces(resp, clock):
+    """The response body as it arrives, de-chunked: (bytes, arrival time) per read. Reads what the
+    socket has (``read1``) and undoes chunked framing here: one read and a little slicing per token,
+    not http.client's several Python calls per line (bench/measure.py measures the difference)."""
+    fp = resp.fp
+    if fp is None:
+        return
+    if not resp.chunked:
+        left = resp.length
+        while left is None or left > 0:
+            data = fp.read1(65536 if left is None else min(65536, left))
+            if not data:
+                if left:
+                    raise http.client.IncompleteRead(b"", left)
+                return
+            if left is not None:
+                left -= len(data)
+            yield data, clock()
+        return
+    buf = bytearray()
+    while True:
+        data = fp.read1(65536)
+        now = clock()
+        if not data:
+            raise http.client.IncompleteRead(bytes(buf))
+        buf += data
+        out = []
+        while True:
+            nl = buf.find(b"\r\n")
+            if nl < 0:
+                break
+            try:
+                size = int(bytes(buf[:nl]).split(b";", 1)[0].strip() or b"x", 16)
+            except ValueError:
+                raise http.client.HTTPException("bad chunk size in the response") from None
+            if size == 0:
+                if out:
+                    yield b"".join(out), now
+                return
+            end = nl + 2 + size
+            if len(buf) < end + 2:
+                break
+            out.append(bytes(buf[nl + 2:end]))
+            del buf[:end + 2]
+        if out:
+            yield b"".join(out), now
+
+
 def _read_events(resp, ex: Exchange, stop, on_token) -> None:
     body = ex.body
     pieces = ex.pieces
     arrivals = ex.arrivals
-    clock = time.perf_counter
-    readline = resp.readline
     loads = json.loads
     finished = False
-    while True:
-        line = readline(1 << 20)
-        if not line:
-            break
-        now = clock()
-        body += line
+    pending = b""
+    for data, now in _body_pieces(resp, time.perf_counter):
+        body += data
         if stop is not None and stop.is_set():
             raise Interrupted("stopped")
-        if not line.startswith(b"data:"):
+        pending += data
+        if b"\n\n" not in pending and b"\r\n\r\n" not in pending:
             continue
-        data = line[5:].strip()
-        if data == b"[DONE]":
-            finished = True
+        if b"\r" in pending:
+            pending = pending.replace(b"\r\n", b"\n")
+        events = pending.split(b"\n\n")
+        pending = events.pop()
+        for event in events:
+            for line in event.split(b"\n"):
+                if not line.startswith(b"data:"):
+                    continue
+                payload = line[5:].strip()
+                if payload == b"[DONE]":
+                    finished = True
+                    break
+                try:
+                    doc = loads(payload)
+                except ValueError:
+                    raise MeasureError(f"request {ex.index + 1}: the stream holds a line that is not JSON: "
+                                       f"{payload[:120].decode('utf-8', 'replace')!r}") from None
+                if not isinstance(doc, dict):
+                    continue
+                if "error" in doc and not doc.get("choices"):
+                    raise MeasureError(f"request {ex.index + 1}: the server reported an error mid-stream: "
+                                       f"{_error_text(payload)}")
+                for choice in doc.get("choices") or ():
+                    delta = choice.get("delta")
+                    piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
+                    if piece:
+                        pieces.append(piece)
+                        arrivals.append(now)
+                        if on_token is not None:
+                            on_token(ex)
+                    if choice.get("finish_reason"):
+                        ex.finish_reason = choice["finish_reason"]
+                        finished = True
+                usage = doc.get("usage")
+                if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
+                    ex.usage_tokens = usage["completion_tokens"]
+                    if isinstance(usage.get("prompt_tokens"), int):
+                        ex.prompt_tokens = usage["prompt_tokens"]
+                if isinstance(doc.get("timings"), dict):
+                    ex.server_timings = doc["timings"]
+                if doc.get("model") and ex.model_reported is None:
+                    ex.model_reported = str(doc["model"])
+                if doc.get("system_fingerprint"):
+                    ex.system_fingerprint = str(doc["system_fingerprint"])
+            if finished and b"[DONE]" in event:
+                break
+        if b"[DONE]" in data:
             break
-        try:
-            doc = loads(data)
-        except ValueError:
-            raise MeasureError(f"request {ex.index + 1}: the stream holds a line that is not JSON: "
-                               f"{data[:120].decode('utf-8', 'replace')!r}") from None
-        if not isinstance(doc, dict):
-            continue
-        if "error" in doc and not doc.get("choices"):
-            raise MeasureError(f"request {ex.index + 1}: the server reported an error mid-stream: "
-                               f"{_error_text(data)}")
-        for choice in doc.get("choices") or ():
-            delta = choice.get("delta")
-            piece = delta.get("content") if isinstance(delta, dict) else choice.get("text")
-            if piece:
-                pieces.append(piece)
-                arrivals.append(now)
-                if on_token is not None:
-                    on_token(ex)
-            if choice.get("finish_reason"):
-                ex.finish_reason = choice["finish_reason"]
-                finished = True
-        usage = doc.get("usage")
-        if isinstance(usage, dict) and isinstance(usage.get("completion_tokens"), int):
-            ex.usage_tokens = usage["completion_tokens"]
-            if isinstance(usage.get("prompt_tokens"), int):
-                ex.prompt_tokens = usage["prompt_tokens"]
-        if isinstance(doc.get("timings"), dict):
-            ex.server_timings = doc["timings"]
-        if doc.get("model") and ex.model_reported is None:
-            ex.model_reported = str(doc["model"])
-        if doc.get("system_fingerprint"):
-            ex.system_fingerprint = str(doc["system_fingerprint"])
     if not finished:
         raise MeasureError(f"request {ex.index + 1} ({ex.kind}): the stream ended after {len(pieces)} chunk(s) "
                            "without a finish_reason or [DONE]: the server stopped mid-stream")

@@ -19,6 +19,7 @@ from app.services.measure.client import (CHAT_PATH, COMPLETIONS_PATH, Endpoint, 
 REPEAT_LIMIT = 1.10  # the repeated prompt may be at most 10% faster than the non-repeating median
 MAX_PROMPTS = 64
 MAX_CONCURRENCY = 256
+PROBE_TOKENS = 16
 
 
 @dataclass
@@ -117,13 +118,16 @@ def engine_name(engine: dict) -> str:
 
 
 def build_prompts(plan: Plan) -> tuple[list[tuple[str, str, str | None]], list[str]]:
-    """(kind, prompt, answer) for every request of the run, in order, and the non-repeating set."""
+    """(kind, prompt, answer) for every request of the run, in order, and the prompts made. The first is
+    a short probe (its own prompt): it finds out which API the server speaks and warms it up, so every
+    timed request runs at the asked concurrency; it is archived but neither timed nor checked."""
     reserved = [q for q, _ in plan.checks]
     baseline_n = plan.repeats if plan.repeats and plan.concurrency > 1 else 0
     extra = 1 if plan.repeats else 0
-    made = prompts.generate(plan.prompts + baseline_n + extra, plan.seed, reserved=reserved)
+    made = prompts.generate(plan.prompts + baseline_n + extra + 1, plan.seed, reserved=reserved)
+    probe, made = made[-1], made[:-1]
     unique, rest = made[:plan.prompts], made[plan.prompts:]
-    work = [("unique", p, None) for p in unique]
+    work = [("probe", probe, None)] + [("unique", p, None) for p in unique]
     if plan.repeats:
         work += [("baseline", p, None) for p in rest[:baseline_n]]
         work += [("repeat", rest[-1], None)] * plan.repeats
@@ -154,7 +158,8 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
 
     def run_one(ex: Exchange) -> Exchange:
         ex.path = path
-        return stream(plan.endpoint, ex, plan.model, plan.max_tokens, stop=stop, on_token=tick)
+        wanted = min(PROBE_TOKENS, plan.max_tokens) if ex.kind == "probe" else plan.max_tokens
+        return stream(plan.endpoint, ex, plan.model, wanted, stop=stop, on_token=tick)
 
     # the first request finds out which API the server speaks (chat, falling back to completions)
     kind, prompt, answer = work[0]
@@ -172,8 +177,7 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
     finished.append(first)
     say(f"request 1 of {total} ({kind}): done, {first.tokens} tokens")
 
-    unique_t0 = first.t_sent
-    unique_t1 = first.arrivals[-1] if first.arrivals else None
+    unique_t0 = unique_t1 = None
     phases = [("unique", plan.concurrency), ("baseline", 1), ("repeat", 1), ("check", plan.concurrency)]
     index = 1
     for phase, width in phases:
@@ -205,8 +209,9 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
                         continue
                     finished.append(ex)
                     if ex.kind == "unique":
-                        unique_t0 = min(unique_t0, ex.t_sent)
-                        unique_t1 = max(unique_t1 or 0, ex.arrivals[-1] if ex.arrivals else 0)
+                        unique_t0 = ex.t_sent if unique_t0 is None else min(unique_t0, ex.t_sent)
+                        last = ex.arrivals[-1] if ex.arrivals else ex.t_sent
+                        unique_t1 = last if unique_t1 is None else max(unique_t1, last)
                     say(f"request {ex.index + 1} of {total} ({ex.kind}): done, {ex.tokens} tokens")
         except KeyboardInterrupt:
             stop.set()
@@ -228,6 +233,12 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
 
 
 def request_summary(ex: Exchange, plan: Plan) -> dict:
+    if ex.kind == "probe":
+        return {"index": ex.index, "kind": "probe", "prompt": ex.prompt, "ttft_ms": _r(ex.ttft_ms),
+                "decode_tps": None, "tokens": ex.tokens, "streamed_chunks": len(ex.pieces),
+                "token_count_from": "usage" if ex.usage_tokens is not None else "stream",
+                "finish_reason": ex.finish_reason, "output": ex.text, "passed": True, "problems": [],
+                "note": "probe: finds the API and warms the server up; not timed, not checked"}
     problems = checks.check_output(ex.text, tokens=ex.pieces, streamed=len(ex.pieces), usage_tokens=ex.usage_tokens,
                                    max_tokens=plan.max_tokens, finish_reason=ex.finish_reason, answer=ex.answer)
     if ex.kind != "check" and ex.decode_tps is None:
