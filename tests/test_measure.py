@@ -180,6 +180,9 @@ def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(ba
     q = client.get(f"/api/recipes/{rid}/quotable").json()
     assert q["basis"] == "measured" and q["measurement"]["id"] == m["id"]
     assert q["measurement"]["citation"] == m["citation"] and "sse-test" in q["measurement"]["engine"]
+    recipe_page = client.get(f"/recipes/{rid}")
+    assert recipe_page.status_code == 200 and f'href="/c/{m["citation_id"]}"' in recipe_page.text
+    assert "basis: measured" in recipe_page.text and "sse-test 1.0" in recipe_page.text
     # the citation page shows prompts, outputs, timings and checks, and re-reads the evidence
     page = client.get(f"/c/{m['citation_id']}")
     assert page.status_code == 200
@@ -204,6 +207,8 @@ def test_random_text_is_stored_with_its_reasons_and_never_counts(backend_setting
     assert q["basis"] != "measured" and q["measurement"] is None
     page = client_for(backend_settings).get(f"/c/{m['citation_id']}")
     assert "never a working number" in page.text and "garbage" in page.text
+    recipe_page = client_for(backend_settings).get(f"/recipes/{rid}").text
+    assert f"measurement {m['id']}" in recipe_page and "does not count" in recipe_page
 
 
 def test_repeat_loop_fails_the_check(settings, cli):
