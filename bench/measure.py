@@ -42,6 +42,29 @@ def serve(rate: float) -> None:
     srv.stop()
 
 
+def floor(url: str, tokens: int, requests: int) -> float:
+    """CPU per token of the least any harness must do: a bare blocking socket reading one stream to its
+    end, no HTTP parsing, no JSON, no timing (the same server, the same tokens)."""
+    import json
+    import socket
+
+    port = int(url.rsplit(":", 1)[1])
+    cpu = 0.0
+    for k in range(requests):
+        body = json.dumps({"model": "bench-model", "max_tokens": tokens, "stream": True,
+                           "messages": [{"role": "user", "content": f"floor {k}"}]}).encode()
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                         b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            t = time.process_time()
+            while True:
+                data = sock.recv(65536)
+                if not data or data.endswith(b"0\r\n\r\n"):
+                    break
+            cpu += time.process_time() - t
+    return cpu / (tokens * requests) * 1e6
+
+
 def one(concurrency: int, tokens: int, prompts: int) -> dict:
     from app.services.measure.client import Endpoint
     from app.services.measure.run import Plan, execute, summarise
@@ -57,6 +80,7 @@ def one(concurrency: int, tokens: int, prompts: int) -> dict:
         outcome = execute(plan)
         result = summarise(outcome)
         cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
+        floor_us = floor(url, tokens, 4) if concurrency == 1 else None
     finally:
         proc.stdin.close()
         proc.wait(10)
@@ -71,7 +95,8 @@ def one(concurrency: int, tokens: int, prompts: int) -> dict:
             "median_error": abs(result["decode_tps"] - rate) / rate, "worst_error": max(errors),
             "own_worst": max(own), "own_median": sorted(own)[len(own) // 2],
             "aggregate": result["aggregate"]["tps"], "tokens": streamed, "wall": wall, "cpu": cpu,
-            "cpu_share": cpu / wall, "us_per_token": cpu / streamed * 1e6, "checks": result["output_check"]["passed"]}
+            "cpu_share": cpu / wall, "us_per_token": cpu / streamed * 1e6, "checks": result["output_check"]["passed"],
+            "floor_us": floor_us}
 
 
 def main() -> None:
@@ -97,6 +122,10 @@ def main() -> None:
               f"{worst['aggregate']:,.1f} tok/s; harness CPU {worst['cpu']:.2f} s over {worst['wall']:.2f} s = "
               f"{worst['cpu_share']:.1%} of one core, {worst['us_per_token']:.0f} us per token "
               f"({worst['tokens']:,} tokens); output checks {'passed' if worst['checks'] else 'FAILED'}")
+        if worst["floor_us"]:
+            print(f"               floor (a bare socket read per token, no parsing): {worst['floor_us']:.0f} us per "
+                  f"token; ours is {worst['us_per_token'] / worst['floor_us']:.1f}x the floor")
+    print(f"load average during the run: {', '.join(f'{x:.2f}' for x in os.getloadavg())} on {os.cpu_count()} CPUs")
     print("goal (error <= 1%, CPU <= 5% of a core at 1,000 tok/s):", "met" if ok else "NOT met")
 
 
