@@ -172,6 +172,10 @@ def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(ba
         cdx = subprocess.run([tool("cdxj-indexer"), str(path)], capture_output=True, text=True)
         assert cdx.returncode == 0 and cdx.stdout.count("/v1/chat/completions") >= 8
     assert _counts(backend_settings) == (before[0] + 1, before[1] + 9)
+    verify = json.loads(bcli("verify", "--json").stdout)
+    # the recipe's seed entries point at a made-up test.warc.gz; everything `caveat measure` wrote checks out
+    assert verify["unindexed"] == 0 and verify["checked"] == before[1] + 9
+    assert all("test.warc.gz" in p for p in verify["problems"]), verify["problems"]
 
     # the API returns the same object; the quotable answer names the measurement
     client = client_for(backend_settings)
