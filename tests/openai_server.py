@@ -53,6 +53,7 @@ class Behaviour:
     timings: bool = False
     usage_offset: int = 0     # a server that miscounts its tokens
     version: str | None = "sse-test 1.0"
+    api_key: str | None = None  # when set, every request must carry "Authorization: Bearer <key>" (else 401)
 
 
 def tokens_for(prompt: str, n: int, kind: str) -> list[str]:
@@ -100,7 +101,16 @@ class OpenAIServer:
                 self.end_headers()
                 self.wfile.write(raw)
 
+            def _authorised(self) -> bool:
+                key = outer.b.api_key
+                if key and self.headers.get("Authorization") != f"Bearer {key}":
+                    self._json(401, {"error": {"message": "invalid API key"}})
+                    return False
+                return True
+
             def do_GET(self):  # noqa: N802
+                if not self._authorised():
+                    return
                 if self.path == "/v1/models":
                     self._json(200, {"object": "list", "data": [{"id": outer.b.model, "object": "model",
                                                                  "owned_by": "caveat-test"}]})
@@ -114,6 +124,8 @@ class OpenAIServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                 b = outer.b
+                if not self._authorised():
+                    return
                 if self.path not in ("/v1/chat/completions", "/v1/completions") or \
                         (self.path == "/v1/chat/completions" and not b.chat):
                     return self._json(404, {"error": {"message": f"no route {self.path}"}})

@@ -366,3 +366,37 @@ def test_writing_a_measurement_over_the_api_still_needs_a_writer(client):
     r = client.post("/api/measurements", json={"recipe_id": "r-x", "tps": 1.0, "non_repeating_prompts": True,
                                                "output_checked": True})
     assert r.status_code == 401
+
+
+def test_api_key_is_sent_but_never_archived(settings, cli, monkeypatch):
+    monkeypatch.setenv("CAVEAT_TEST_ENGINE_KEY", "sekrit-key-123")
+    with OpenAIServer(Behaviour(api_key="sekrit-key-123")) as srv:
+        refused = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--json")
+        r, body = _run(cli, srv.url, "--repeats", "0", "--api-key-env", "CAVEAT_TEST_ENGINE_KEY")
+    assert refused.exit_code == 1 and "--api-key-env" in json.loads(refused.stdout)["error"]
+    assert r.exit_code == 0, r.output
+    assert all(x["headers"].get("Authorization") == "Bearer sekrit-key-123" for x in srv.requests)
+    raw = b"".join(p.read_bytes() for p in settings.warc_dir.glob("caveat-*.warc.gz"))
+    import gzip
+
+    assert b"sekrit" not in gzip.decompress(raw) and b"POST /v1/chat/completions" in gzip.decompress(raw)
+    unset = cli("measure", "--endpoint", srv.url, "--model", "m", "--api-key-env", "CAVEAT_NO_SUCH_VAR")
+    assert unset.exit_code == 1 and "CAVEAT_NO_SUCH_VAR" in unset.output
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["--endpoint", "localhost:8000"], "is not a URL"),
+    (["--endpoint", "ftp://127.0.0.1/"], "must be an http:// or https:// URL"),
+    (["--endpoint", "http://127.0.0.1:99999"], "port"),
+    (["--prompts", "0"], "--prompts must be from 1 to 64"),
+    (["--concurrency", "0"], "--concurrency must be from 1 to 256"),
+    (["--max-tokens", "1"], "--max-tokens must be from 2"),
+    (["--repeats", "1"], "--repeats must be 0"),
+])
+def test_bad_arguments_are_clear_errors(settings, cli, args, expected):
+    base = {"--endpoint": "http://127.0.0.1:9", "--model": "m"}
+    for k, v in zip(args[::2], args[1::2]):
+        base[k] = v
+    r = cli("measure", *[x for kv in base.items() for x in kv], "--json")
+    assert r.exit_code == 1 and expected in json.loads(r.stdout)["error"]
+    assert _counts(settings) == (0, 0)
