@@ -400,3 +400,15 @@ def test_bad_arguments_are_clear_errors(settings, cli, args, expected):
     r = cli("measure", *[x for kv in base.items() for x in kv], "--json")
     assert r.exit_code == 1 and expected in json.loads(r.stdout)["error"]
     assert _counts(settings) == (0, 0)
+
+
+def test_a_failure_at_concurrency_stops_the_other_streams(settings, cli):
+    """Three streams in flight; the server kills one: the other two are cut too (what they streamed
+    is not evidence), and only the finished probe is stored, as a failed measurement."""
+    with OpenAIServer(Behaviour(rate=50, kill_after=3, kill_on_request=3)) as srv:
+        r, body = _run(cli, srv.url, "--concurrency", "3", "--repeats", "0")
+    m = body["measurement"]
+    assert r.exit_code == 1 and [q["kind"] for q in m["requests"]] == ["probe"]
+    assert "closed the connection mid-stream" in m["output_check"]["problems"][0]
+    assert len(srv.requests) == 4  # the probe and three in flight; the fourth prompt was never sent
+    assert _counts(settings) == (1, 1)

@@ -149,6 +149,16 @@ class Exchange:
     system_fingerprint: str | None = None
     done: bool = False
     error: str | None = None
+    conn: object = field(default=None, repr=False, compare=False)  # the open connection while it streams
+
+    def abort(self) -> None:
+        """Cut the connection from another thread (Ctrl-C): a read blocked on it returns at once."""
+        sock = getattr(self.conn, "sock", None)
+        if sock is not None:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
 
     @property
     def text(self) -> str:
@@ -220,6 +230,7 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
     ex.request_head = (f"POST {target} HTTP/1.1\r\n" + "".join(f"{k}: {v}\r\n" for k, v in sent_headers.items())
                        + "\r\n").encode("utf-8")
     conn = endpoint.connect()
+    ex.conn = conn
     what = f"request {ex.index + 1} ({ex.kind})"
     try:
         ex.started_at = datetime.now(timezone.utc)
@@ -246,9 +257,12 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
     except MeasureError:
         raise
     except (OSError, http.client.HTTPException, ValueError) as exc:
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopped") from None
         got = f" after {len(ex.pieces)} streamed chunk(s)" if ex.pieces else ""
         raise MeasureError(_reason(exc, endpoint, what) + got) from None
     finally:
+        ex.conn = None
         conn.close()
 
 

@@ -185,6 +185,7 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
         if not todo or error:
             continue
         pool = ThreadPoolExecutor(max_workers=width, thread_name_prefix="caveat-measure")
+        ex_of: dict = {}
         try:
             pending = set()
             queue = list(todo)
@@ -193,7 +194,9 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
                     i, (k, p, a) = queue.pop(0)
                     ex = Exchange(index=i, kind=k, prompt=p, answer=a)
                     exchanges.append(ex)
-                    pending.add(pool.submit(run_one, ex))
+                    fut = pool.submit(run_one, ex)
+                    ex_of[fut] = ex
+                    pending.add(fut)
                 if not pending:
                     break
                 done, pending = wait(pending, timeout=0.25, return_when=FIRST_COMPLETED)
@@ -206,6 +209,9 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
                         if error is None:
                             error = str(exc)
                             stop.set()  # the others stop; what they streamed is not kept
+                            for other in exchanges:
+                                if other is not ex_of.get(fut):
+                                    other.abort()
                         continue
                     finished.append(ex)
                     if ex.kind == "unique":
@@ -215,6 +221,8 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
                     say(f"request {ex.index + 1} of {total} ({ex.kind}): done, {ex.tokens} tokens")
         except KeyboardInterrupt:
             stop.set()
+            for ex in exchanges:
+                ex.abort()  # a stream waiting on a stalled server returns now, not at its timeout
             pool.shutdown(wait=True, cancel_futures=True)
             raise Interrupted("stopped by Ctrl-C; nothing was stored") from None
         finally:
