@@ -7,7 +7,7 @@ the true rate is known. What it does is set by :class:`Behaviour`:
 - ``rate``: decode steps per second (one token per step), on an absolute schedule from the first
   token, so the rate holds however long the writes take; ``ttft``: seconds before the first token.
 - ``text``: ``prose`` (common English words), ``loop`` (one sentence over and over), ``garbage``
-  (random characters).
+  (random characters), ``hostile`` (prose with a script tag in it).
 - ``replay_proposer``: speculative decoding with a proposer that replays earlier outputs (a suffix
   cache, as n-gram/suffix speculation does): every earlier completion is remembered; when the tokens so
   far match one, the next ``draft`` tokens are proposed and verified in the same step. The model is
@@ -66,6 +66,9 @@ def tokens_for(prompt: str, n: int, kind: str) -> list[str]:
         return ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))) for _ in range(n)]
     out = []
     for i in range(n):
+        if kind == "hostile" and i == 5:
+            out.append(' <script>alert("from the endpoint")</script>')
+            continue
         w = rng.choice(_WORDS)
         out.append((" " if i else "") + (w.capitalize() if i % 11 == 0 else w) + ("." if i % 11 == 10 else ""))
     return out

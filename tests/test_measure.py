@@ -412,3 +412,14 @@ def test_a_failure_at_concurrency_stops_the_other_streams(settings, cli):
     assert "closed the connection mid-stream" in m["output_check"]["problems"][0]
     assert len(srv.requests) == 4  # the probe and three in flight; the fourth prompt was never sent
     assert _counts(settings) == (1, 1)
+
+
+def test_the_citation_page_shows_endpoint_text_inert(settings, cli, client):
+    with OpenAIServer(Behaviour(text="hostile")) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    m = body["measurement"]
+    assert '<script>alert("from the endpoint")</script>' in m["requests"][1]["output"]
+    page = client.get(f"/c/{m['citation_id']}")
+    assert page.status_code == 200 and "<script>alert" not in page.text
+    assert "&lt;script&gt;alert" in page.text
+    assert "script-src" in page.headers.get("content-security-policy", "")
