@@ -184,6 +184,9 @@ def test_measure_stores_a_citable_measurement_that_becomes_the_working_number(ba
     q = client.get(f"/api/recipes/{rid}/quotable").json()
     assert q["basis"] == "measured" and q["measurement"]["id"] == m["id"]
     assert q["measurement"]["citation"] == m["citation"] and "sse-test" in q["measurement"]["engine"]
+    quoted = bcli("quote", rid).stdout
+    assert f"measured:  measurement {m['id']} on {m['measured_at'][:10]} (" in quoted
+    assert "sse-test 1.0" in quoted and f"/c/{m['citation_id']}" in quoted
     recipe_page = client.get(f"/recipes/{rid}")
     assert recipe_page.status_code == 200 and f'href="/c/{m["citation_id"]}"' in recipe_page.text
     assert "basis: measured" in recipe_page.text and "sse-test 1.0" in recipe_page.text
