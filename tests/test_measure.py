@@ -426,3 +426,42 @@ def test_the_citation_page_shows_endpoint_text_inert(settings, cli, client):
     assert page.status_code == 200 and "<script>alert" not in page.text
     assert "&lt;script&gt;alert" in page.text
     assert "script-src" in page.headers.get("content-security-policy", "")
+
+
+def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, tmp_path, sqlite_template):
+    """A lost database: a fresh one over the same WARC folder, `caveat reindex`: the measurement comes
+    back from its metadata record, with the same citation id, figures and per-request citations."""
+    import shutil
+
+    from app.services.reindex import reindex_all
+    from tests.conftest import make_settings
+
+    with OpenAIServer(Behaviour(rate=4000)) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "2", "--prompts", "16", "--max-tokens", "400")
+    before = body["measurement"]
+    from archive.reader import read_record
+
+    ev = before["evidence"]
+    assert len(read_record(settings.warc_dir / ev["warc_file"], ev["offset"], ev["length"]).block) > 65536
+    fresh_path = tmp_path / "fresh.db"
+    shutil.copy(sqlite_template, fresh_path)
+    fresh = make_settings(tmp_path, f"sqlite:///{fresh_path}")
+    assert fresh.warc_dir == settings.warc_dir
+    db = Database(fresh)
+    try:
+        reindex_all(db, reparse=False)
+        reindex_all(db, reparse=False)  # idempotent: nothing twice
+        with db.Session() as s:
+            rows = s.scalars(select(Measurement)).all()
+            assert len(rows) == 1
+            from app.services.measurements import measurement_json
+
+            after = measurement_json(rows[0], fresh)
+    finally:
+        db.dispose()
+    assert after["citation_id"] == before["citation_id"] and after["citation"] == before["citation"]
+    for key in ("decode_tps", "decode_tps_p10", "decode_tps_p90", "ttft_ms", "repeat_test", "output_check",
+                "prompt_set_sha256", "counts_as_measured", "evidence"):
+        assert after[key] == before[key], key
+    assert [q["snapshot_citation_id"] for q in after["requests"]] == \
+        [q["snapshot_citation_id"] for q in before["requests"]]

@@ -59,3 +59,73 @@ def page(session: Session, settings: Settings, m: Measurement) -> dict:
         archived.pop("requests", None)
         data["matches_archive"] = archived == stored
     return data
+
+
+def is_measurement_record(content_type: str | None, block: bytes) -> bool:
+    """Whether a ``metadata`` record may be a measurement's evidence (JSON; a block too large for the
+    indexer to keep is empty here and is read again by :func:`restore`)."""
+    return (content_type or "").startswith("application/json") and (not block or b'"caveat_measurement"' in block[:64])
+
+
+def restore(db, path, records: list[tuple[int, int, str, bytes]]) -> int:
+    """Re-create the measurement rows the WARC files hold (`caveat reindex`): one per ``metadata``
+    record `caveat measure` wrote, (offset, length, WARC-Record-ID, block), that has no row. The
+    citation id is derived from the record id as before; who ran it is not in the WARC and is left
+    empty. Returns how many were restored."""
+    from datetime import datetime
+
+    from app.models import Recipe, Snapshot
+    from app.services.audit import audit_recipes
+
+    made = 0
+    recipes: set[str] = set()
+    warc_file = path.name
+    with db.Session() as s:
+        for offset, length, record_id, block in records:
+            if not record_id or s.scalar(select(Measurement.id).where(Measurement.record_id == record_id)):
+                continue
+            try:
+                if not block:
+                    block = read_record(path, offset, length, max_bytes=db.settings.decode_max_bytes).block
+                doc = json.loads(block)
+                if not isinstance(doc, dict) or doc.get("caveat_measurement") != 1:
+                    continue
+                result = doc["result"]
+                started = datetime.fromisoformat(str(result["started_at"]).replace("Z", "+00:00"))
+            except (ValueError, KeyError, TypeError, RecordUnreadable, OSError):
+                continue
+            by_record = {e.get("response_record_id"): e.get("index") for e in doc.get("exchanges") or []}
+            cids = dict(s.execute(select(Snapshot.record_id, Snapshot.citation_id)
+                                  .where(Snapshot.record_id.in_([r for r in by_record if r]))).all())
+            index_cid = {by_record[r]: c for r, c in cids.items()}
+            for req in result.get("requests") or []:
+                if req.get("index") in index_cid:
+                    req["snapshot_citation_id"] = index_cid[req["index"]]
+            recipe_id = doc.get("recipe_id")
+            if recipe_id and s.scalar(select(Recipe.id).where(Recipe.recipe_id == recipe_id)) is None:
+                recipe_id = None  # the recipe is not (yet) in this database: kept, feeds nothing
+            from app.services.measure.store import _citation_ids
+
+            passed = bool((result.get("output_check") or {}).get("passed"))
+            m = Measurement(recipe_id=recipe_id, tps=float(result.get("decode_tps") or 0.0),
+                            non_repeating_prompts=not any("share the words" in p for p in
+                                                          (result.get("output_check") or {}).get("problems", [])),
+                            output_checked=passed,
+                            n_runs=sum(1 for r in result.get("requests") or [] if r.get("kind") == "unique"),
+                            method=f"caveat measure: {result.get('prompts')} non-repeating prompts, max_tokens "
+                                   f"{result.get('max_tokens')}, concurrency {result.get('concurrency')}, "
+                                   f"{result.get('api')}",
+                            notes=None if passed else "; ".join((result.get("output_check") or {}).get("problems", []))[:2000],
+                            measured_at=started, origin="measure", endpoint=result.get("endpoint"),
+                            model=result.get("model"), engine=result.get("engine"),
+                            citation_id=_citation_ids(s, [record_id])[record_id], warc_file=warc_file,
+                            record_id=record_id, offset=offset, length=length, result=result)
+            s.add(m)
+            s.flush()
+            made += 1
+            if recipe_id:
+                recipes.add(recipe_id)
+        if recipes:
+            audit_recipes(s, db.settings, sorted(recipes))
+        s.commit()
+    return made
