@@ -149,6 +149,7 @@ class Exchange:
     system_fingerprint: str | None = None
     done: bool = False
     error: str | None = None
+    reads: int = 0  # socket reads so far (progress while streaming)
     conn: object = field(default=None, repr=False, compare=False)  # the open connection while it streams
 
     def abort(self) -> None:
@@ -259,7 +260,7 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
     except (OSError, http.client.HTTPException, ValueError) as exc:
         if stop is not None and stop.is_set():
             raise Interrupted("stopped") from None
-        got = f" after {len(ex.pieces)} streamed chunk(s)" if ex.pieces else ""
+        got = f" after {ex.reads} read(s) of the stream" if ex.reads else ""
         raise MeasureError(_reason(exc, endpoint, what) + got) from None
     finally:
         ex.conn = None
@@ -315,16 +316,33 @@ def _body_pieces(resp, clock):
 
 
 def _read_events(resp, ex: Exchange, stop, on_token) -> None:
+    """Read the stream to its end, keeping each read with its arrival time, then parse it. While the
+    stream runs only the socket is read and the chunked framing undone (the stream's end must be
+    seen); the SSE and JSON are parsed once it has ended, in one pass, with each event timed by the
+    read that completed it: the same times as parsing live, for less work per wake-up."""
+    reads: list[tuple[bytes, float]] = []
+    add = reads.append
+    for data, now in _body_pieces(resp, time.perf_counter):
+        add((data, now))
+        if stop is not None and stop.is_set():
+            raise Interrupted("stopped")
+        ex.reads += 1
+        if on_token is not None and (ex.reads == 1 or not ex.reads & 31):
+            on_token(ex)
+        if b"data: [DONE]" in data:
+            break
+    _parse_reads(ex, reads)
+
+
+def _parse_reads(ex: Exchange, reads: list[tuple[bytes, float]]) -> None:
     body = ex.body
     pieces = ex.pieces
     arrivals = ex.arrivals
     loads = json.loads
     finished = False
     pending = b""
-    for data, now in _body_pieces(resp, time.perf_counter):
+    for data, now in reads:
         body += data
-        if stop is not None and stop.is_set():
-            raise Interrupted("stopped")
         pending += data
         if b"\n\n" not in pending and b"\r\n\r\n" not in pending:
             continue
@@ -356,8 +374,6 @@ def _read_events(resp, ex: Exchange, stop, on_token) -> None:
                     if piece:
                         pieces.append(piece)
                         arrivals.append(now)
-                        if on_token is not None:
-                            on_token(ex)
                     if choice.get("finish_reason"):
                         ex.finish_reason = choice["finish_reason"]
                         finished = True
@@ -374,8 +390,6 @@ def _read_events(resp, ex: Exchange, stop, on_token) -> None:
                     ex.system_fingerprint = str(doc["system_fingerprint"])
             if finished and b"[DONE]" in event:
                 break
-        if b"[DONE]" in data:
-            break
     if not finished:
         raise MeasureError(f"request {ex.index + 1} ({ex.kind}): the stream ended after {len(pieces)} chunk(s) "
                            "without a finish_reason or [DONE]: the server stopped mid-stream")

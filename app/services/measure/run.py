@@ -151,10 +151,8 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
     error: str | None = None
     total = len(work)
 
-    def tick(ex: Exchange) -> None:
-        n = len(ex.pieces)
-        if n == 1 or n % 32 == 0:
-            say(f"request {ex.index + 1} of {total} ({ex.kind}): {n} tokens so far")
+    def tick(ex: Exchange) -> None:  # called on the first read of a stream and every 32nd
+        say(f"request {ex.index + 1} of {total} ({ex.kind}): {ex.reads} tokens so far")
 
     def run_one(ex: Exchange) -> Exchange:
         ex.path = path
