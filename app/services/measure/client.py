@@ -20,6 +20,7 @@ from urllib.parse import urlsplit
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 USER_AGENT = "Caveat-measure/1"
+READ_SIZE = 8192  # per socket read: an event is a few hundred bytes, and a larger buffer costs per read
 
 
 class MeasureError(Exception):
@@ -277,7 +278,7 @@ def _body_pieces(resp, clock):
     if not resp.chunked:
         left = resp.length
         while left is None or left > 0:
-            data = fp.read1(65536 if left is None else min(65536, left))
+            data = fp.read1(READ_SIZE if left is None else min(READ_SIZE, left))
             if not data:
                 if left:
                     raise http.client.IncompleteRead(b"", left)
@@ -288,10 +289,20 @@ def _body_pieces(resp, clock):
         return
     buf = bytearray()
     while True:
-        data = fp.read1(65536)
+        data = fp.read1(READ_SIZE)
         now = clock()
         if not data:
             raise http.client.IncompleteRead(bytes(buf))
+        if not buf:  # the usual case: the read is exactly one whole chunk (one event)
+            nl = data.find(b"\r\n")
+            if 0 < nl < 9 and data.endswith(b"\r\n"):
+                try:
+                    size = int(data[:nl], 16)
+                except ValueError:
+                    size = -1
+                if size > 0 and len(data) == nl + size + 4:
+                    yield data[nl + 2:nl + 2 + size], now
+                    continue
         buf += data
         out = []
         while True:
