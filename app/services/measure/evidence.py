@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.models import Measurement
+from app.services.measure.prompts import shared_ngrams
 from archive.citeid import normalize_citation_id
 from archive.reader import RecordUnreadable, read_record
 
@@ -108,8 +109,9 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]]) -> int:
 
             passed = bool((result.get("output_check") or {}).get("passed"))
             m = Measurement(recipe_id=recipe_id, tps=float(result.get("decode_tps") or 0.0),
-                            non_repeating_prompts=not any("share the words" in p for p in
-                                                          (result.get("output_check") or {}).get("problems", [])),
+                            non_repeating_prompts=not shared_ngrams([r.get("prompt") or "" for r in
+                                                                     result.get("requests") or []
+                                                                     if r.get("kind") == "unique"]),
                             output_checked=passed,
                             n_runs=sum(1 for r in result.get("requests") or [] if r.get("kind") == "unique"),
                             method=f"caveat measure: {result.get('prompts')} non-repeating prompts, max_tokens "

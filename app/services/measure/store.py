@@ -20,6 +20,7 @@ from app.db import Database
 from app.errors import NotFound
 from app.models import Measurement, Recipe, Snapshot, User
 from app.services.measure.client import Exchange
+from app.services.measure.prompts import shared_ngrams
 from app.services.measure.run import Outcome, summarise
 from app.services.tlog import append_written, sign_latest
 from app.services.warcfiles import WarcStore
@@ -143,7 +144,7 @@ def store(db: Database, outcome: Outcome, *, user: User | None = None, notice=No
                 for summary, snap in zip(result["requests"], snaps):
                     summary["snapshot_citation_id"] = snap.citation_id
                 m = Measurement(recipe_id=plan.recipe_id, tps=float(result["decode_tps"] or 0.0),
-                                non_repeating_prompts=not any("share the words" in p for p in result["output_check"]["problems"]),
+                                non_repeating_prompts=not shared_ngrams(outcome.prompt_set),
                                 output_checked=passed, n_runs=sum(1 for r in result["requests"] if r["kind"] == "unique"),
                                 method=f"caveat measure: {plan.prompts} non-repeating prompts, max_tokens "
                                        f"{plan.max_tokens}, concurrency {plan.concurrency}, {outcome.path}",
