@@ -228,9 +228,21 @@ class OpenAIServer:
             with self.lock:
                 self.cache.append(list(toks))
 
+    def use_tls(self, certfile: str, keyfile: str) -> "OpenAIServer":
+        """Serve HTTPS with this certificate (call before start)."""
+        import ssl
+
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.load_cert_chain(certfile, keyfile)
+        self.httpd.socket = ctx.wrap_socket(self.httpd.socket, server_side=True)
+        self.scheme = "https"
+        return self
+
+    scheme = "http"
+
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.httpd.server_address[1]}"
+        return f"{self.scheme}://127.0.0.1:{self.httpd.server_address[1]}"
 
     def start(self) -> "OpenAIServer":
         self.thread.start()

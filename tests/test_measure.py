@@ -467,3 +467,40 @@ def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, 
         assert after[key] == before[key], key
     assert [q["snapshot_citation_id"] for q in after["requests"]] == \
         [q["snapshot_citation_id"] for q in before["requests"]]
+
+
+def _self_signed(tmp_path) -> tuple[str, str]:
+    import datetime as dt
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = dt.datetime.now(dt.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - dt.timedelta(minutes=5))
+            .not_valid_after(now + dt.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), True)
+            .sign(key, hashes.SHA256()))
+    certfile, keyfile = tmp_path / "cert.pem", tmp_path / "key.pem"
+    certfile.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    keyfile.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                          serialization.NoEncryption()))
+    return str(certfile), str(keyfile)
+
+
+def test_https_endpoint_is_verified(settings, cli, tmp_path, monkeypatch):
+    certfile, keyfile = _self_signed(tmp_path)
+    with OpenAIServer(Behaviour()).use_tls(certfile, keyfile) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0")
+        assert r.exit_code == 1 and "TLS failed" in body["error"] and "certificate" in body["error"]
+        monkeypatch.setenv("SSL_CERT_FILE", certfile)  # now the certificate is trusted
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    assert r.exit_code == 0, r.output
+    m = body["measurement"]
+    assert m["endpoint"].startswith("https://127.0.0.1:") and m["output_check"]["passed"] is True
