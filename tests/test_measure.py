@@ -222,6 +222,8 @@ def test_repeat_loop_fails_the_check(settings, cli):
     with OpenAIServer(Behaviour(text="loop")) as srv:
         r, body = _run(cli, srv.url, "--repeats", "0")
     assert r.exit_code == 1
+    assert "request 1 of 5 (probe): done, 16 tokens" in r.stderr  # progress, on stderr
+    assert "request 5 of 5 (unique): done, 40 tokens" in r.stderr
     assert any("repeat loop" in p for p in body["measurement"]["output_check"]["problems"])
 
 
