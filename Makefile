@@ -5,8 +5,9 @@
 PYTHON ?= python3
 VENV ?= .venv
 REF_VENV ?= .venv-ref
+ENGINE_VENV ?= .venv-engine
 
-.PHONY: demo test install referees system-packages vendor-check vendor-swagger-ui
+.PHONY: demo test install referees engine system-packages vendor-check vendor-swagger-ui
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -34,6 +35,16 @@ $(REPLAYWEBPAGE_DIR)/.installed-$(REPLAYWEBPAGE_VERSION):
 	  tar xzf replaywebpage-$(REPLAYWEBPAGE_VERSION).tgz && rm replaywebpage-$(REPLAYWEBPAGE_VERSION).tgz
 	touch $@
 
+# A real inference engine for `caveat measure`'s tests (tests/test_measure_engine.py): `transformers serve`
+# with the CPU build of torch (2.13.0; a plain `torch` would pull CUDA builds of several GB), in its own venv.
+$(ENGINE_VENV)/.installed:
+	$(PYTHON) -m venv $(ENGINE_VENV)
+	$(ENGINE_VENV)/bin/pip install -q --upgrade pip
+	$(ENGINE_VENV)/bin/pip install -q 'torch==2.13.0' 'transformers[serving]==5.24.0'
+	touch $@
+
+engine: $(ENGINE_VENV)/.installed
+
 referees: $(REF_VENV)/.installed system-packages $(REPLAYWEBPAGE_DIR)/.installed-$(REPLAYWEBPAGE_VERSION)
 
 system-packages:
@@ -44,8 +55,9 @@ system-packages:
 demo: install
 	$(VENV)/bin/caveat demo
 
-test: install referees system-packages vendor-check
-	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
+test: install referees engine system-packages vendor-check
+	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin CAVEAT_ENGINE_BIN=$(abspath $(ENGINE_VENV))/bin \
+	  $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 
 # The API docs page (/docs) serves Swagger UI from web/static/vendor/swagger-ui (committed, pinned by
 # SHA256SUMS, so it works offline). vendor-swagger-ui fetches another version from the npm registry.

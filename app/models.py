@@ -308,7 +308,7 @@ class Measurement(Base):
     __tablename__ = "measurements"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
-    recipe_id: Mapped[str] = mapped_column(String(40), nullable=False)
+    recipe_id: Mapped[str | None] = mapped_column(String(40))  # None: measured without a recipe (feeds nothing)
     tps: Mapped[float] = mapped_column(Float, nullable=False)
     non_repeating_prompts: Mapped[bool] = mapped_column(Boolean, nullable=False)
     output_checked: Mapped[bool] = mapped_column(Boolean, nullable=False)
@@ -318,5 +318,18 @@ class Measurement(Base):
     measured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    # `caveat measure` (issue 15): origin "measure" (else "manual"), what was measured, the evidence's
+    # citation id and WARC metadata record, and the full result object (docs/measure.md)
+    origin: Mapped[str] = mapped_column(String(16), nullable=False, default="manual", server_default="manual")
+    endpoint: Mapped[str | None] = mapped_column(Text)
+    model: Mapped[str | None] = mapped_column(String(255))
+    engine: Mapped[str | None] = mapped_column(Text)
+    citation_id: Mapped[str | None] = mapped_column(String(9))
+    warc_file: Mapped[str | None] = mapped_column(String(255))
+    record_id: Mapped[str | None] = mapped_column(String(80))
+    offset: Mapped[int | None] = mapped_column(BigInteger)
+    length: Mapped[int | None] = mapped_column(BigInteger)
+    result: Mapped[dict | None] = mapped_column(JSON)
 
-    __table_args__ = (Index("ix_measurements_recipe", "recipe_id"),)
+    __table_args__ = (Index("ix_measurements_recipe", "recipe_id"),
+                      Index("ix_measurements_citation", "citation_id", unique=True))

@@ -212,7 +212,7 @@ class DecisionList(Page):
 
 class MeasurementBody(Open):
     id: int
-    recipe_id: str
+    recipe_id: str | None = Field(None, description="Null for a `caveat measure` run made without --recipe.")
     tps: float
     non_repeating_prompts: bool
     output_checked: bool
@@ -222,6 +222,15 @@ class MeasurementBody(Open):
     notes: str | None = None
     measured_at: str | None = None
     citation: str
+    # `caveat measure` runs (origin "measure") also carry these (docs/measure.md)
+    measurement_id: int | None = None
+    decode_tps: float | None = None
+    decode_tps_p10: float | None = None
+    decode_tps_p90: float | None = None
+    ttft_ms: float | None = None
+    requests: list[dict[str, Any]] | None = None
+    repeat_test: dict[str, Any] | None = None
+    output_check: dict[str, Any] | None = None
 
 
 class MeasurementAnswer(Open):

@@ -52,7 +52,8 @@ def render(recipe, answer: dict, settings=None) -> str:
     lines.append(f"  why:       {answer['reason']}")
     m = answer.get("measurement")
     if m:
-        lines.append(f"  measured:  measurement {m['id']} on {str(m.get('measured_at') or '?')[:10]}: "
+        engine = f" ({m['engine']})" if m.get("engine") else ""  # a `caveat measure` run names the engine
+        lines.append(f"  measured:  measurement {m['id']} on {str(m.get('measured_at') or '?')[:10]}{engine}: "
                      f"{absolute(settings, m['citation'])}")
     head = f"  headline:  {_num(answer['headline_tps'])} tok/s"
     if answer.get("phase") in ("prefill", "e2e"):

@@ -58,13 +58,42 @@ def counts(m: Measurement) -> bool:
     return bool(m.non_repeating_prompts and m.output_checked)
 
 
+def evidence_url(settings: Settings | None, m: Measurement) -> str | None:
+    """The citation page of a measurement Caveat made itself (``/c/{id}``); None for a typed-in one."""
+    if not m.citation_id:
+        return None
+    return f"{settings.base_url if settings is not None else ''}/c/{m.citation_id}"
+
+
 def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
+    """A measurement as the API returns it. One made by `caveat measure` also carries its whole result
+    (decode_tps, percentiles, ttft_ms, requests, repeat_test, output_check, ...; docs/measure.md), its
+    ``measurement_id`` and, as ``citation``, its evidence page ``/c/{id}``."""
     from app.services.quotable import measurement_url, utc_iso
 
-    return {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
-            "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
-            "method": m.method, "notes": m.notes, "measured_at": utc_iso(m.measured_at),
-            "citation": measurement_url(settings, m.id) if settings is not None else f"/api/measurements/{m.id}"}
+    api = measurement_url(settings, m.id) if settings is not None else f"/api/measurements/{m.id}"
+    out = {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
+           "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
+           "method": m.method, "notes": m.notes, "measured_at": utc_iso(m.measured_at), "citation": api}
+    if m.origin == "measure":
+        out.update(m.result or {})
+        out.update({"measurement_id": m.id, "origin": "measure", "citation": evidence_url(settings, m),
+                    "citation_id": m.citation_id, "api_url": api, "endpoint": m.endpoint, "model": m.model,
+                    "engine": m.engine, "evidence": {"warc_file": m.warc_file, "record_id": m.record_id,
+                                                     "offset": m.offset, "length": m.length}})
+    return out
+
+
+def reference(m: Measurement, settings: Settings) -> dict:
+    """What a quotable answer says about the measurement it rests on."""
+    from app.services.quotable import measurement_url, utc_iso
+
+    ref = {"id": m.id, "tps": m.tps, "measured_at": utc_iso(m.measured_at), "n_runs": m.n_runs,
+           "method": m.method, "citation": measurement_url(settings, m.id)}
+    if m.origin == "measure":
+        ref.update({"citation": evidence_url(settings, m), "citation_id": m.citation_id, "api_url": ref["citation"],
+                    "engine": m.engine, "endpoint": m.endpoint, "model": m.model})
+    return ref
 
 
 def list_for_recipe(session: Session, recipe_id: str, settings: Settings | None = None) -> list[dict]:
@@ -98,15 +127,14 @@ def remove(session: Session, settings: Settings, measurement_id: int) -> dict:
     gone = measurement_json(m, settings)
     session.delete(m)
     session.flush()
-    audit_recipes(session, settings, [gone["recipe_id"]])
+    if gone["recipe_id"]:
+        audit_recipes(session, settings, [gone["recipe_id"]])
     return gone
 
 
 def used_by_recipes(session: Session, settings: Settings, recipe_ids) -> dict[str, dict]:
     """For each recipe, the measurement its ``measured`` basis rests on (its lowest one that counts),
     as the reference an answer carries: ``{id, tps, measured_at, n_runs, method, citation}``."""
-    from app.services.quotable import measurement_url, utc_iso
-
     ids = sorted({r for r in recipe_ids if r})
     out: dict[str, dict] = {}
     for part in [ids[i:i + 500] for i in range(0, len(ids), 500)]:
@@ -114,7 +142,6 @@ def used_by_recipes(session: Session, settings: Settings, recipe_ids) -> dict[st
                                        Measurement.output_checked.is_(True))
              .order_by(Measurement.recipe_id, Measurement.tps, Measurement.id))
         for m in session.scalars(q):
-            out.setdefault(m.recipe_id, {"id": m.id, "tps": m.tps, "measured_at": utc_iso(m.measured_at),
-                                         "n_runs": m.n_runs, "method": m.method,
-                                         "citation": measurement_url(settings, m.id)})
+            if m.recipe_id not in out:
+                out[m.recipe_id] = reference(m, settings)
     return out

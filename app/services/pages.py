@@ -240,4 +240,12 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
         "notes": note_segments(top.get("notes") if top else None, _evidence_quotes(flags)),
         "chart": ladder_chart(recipe["ladder"], quotable.get("steady_state") or (top or {}).get("steady_state"),
                               highlight=top["id"] if top else None),
+        "measurements": _measurements_of(session, settings, recipe_id),
     }
+
+
+def _measurements_of(session: Session, settings: Settings, recipe_id: str) -> list[dict]:
+    """The recipe's measurements for its page (issue 15): typed in, or made by `caveat measure`."""
+    from app.services.measurements import list_for_recipe
+
+    return list_for_recipe(session, recipe_id, settings)

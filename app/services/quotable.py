@@ -166,8 +166,9 @@ def recipe_answer(settings: Settings, recipe_id: str, group, flags_by_entry: dic
     if basis == "measured":
         m = _measurement_used(group, recipe_id, quotable_tps)
         if m is not None:
-            measurement = {"id": m.id, "tps": m.tps, "measured_at": utc_iso(m.measured_at), "n_runs": m.n_runs,
-                           "method": m.method, "citation": measurement_url(settings, m.id)}
+            from app.services.measurements import reference
+
+            measurement = reference(m, settings)  # a `caveat measure` run adds engine, endpoint, /c/ citation
             add("measurement", m.tps, measurement["citation"])
     if top is not None:
         add("headline", top.fields.get("headline_tps"), cite(settings, top.citation_id, top.quotes.get("headline_tps")))

@@ -23,6 +23,7 @@ from sqlalchemy import insert, select, update
 
 from app.db import Database, chunked
 from app.models import Snapshot, Source
+from app.services.measure.evidence import is_measurement_record, restore as restore_measurements
 from app.services.withdrawal import apply_access_records, parse_access_record
 from archive.citeid import citation_id_for_record
 from archive.importer import warc_date_to_ts
@@ -114,6 +115,7 @@ class Reindexer:
         requests: dict[str, tuple[int, int]] = {}  # response record id -> request (offset, length)
         links: dict[str, str] = {}  # response record id -> source name
         access: list[tuple[str, dict]] = []  # access changes, in file order
+        measured: list[tuple[int, int, str, bytes]] = []  # `caveat measure` evidence records (issue 15)
         for found in walk(path, start, max_record_bytes=self.max_record_bytes, report=rep):
             if found.problem:
                 result.problems.append(f"offset {found.offset:,}: {found.problem}")
@@ -140,11 +142,15 @@ class Reindexer:
                 change = parse_access_record(found.header("Content-Type"), found.block)
                 if change is not None:  # a withdrawal, restriction or reinstatement (issue 13)
                     access.append((found.header("WARC-Record-ID") or "", change))
+                if is_measurement_record(found.header("Content-Type"), found.block):
+                    measured.append((found.offset, found.length, found.header("WARC-Record-ID") or "", found.block))
             if len(pending) >= BATCH:
                 self._commit(pending, requests, links, result)
                 pending = []
         self._commit(pending, requests, links, result)
         apply_access_records(self.db, access)
+        if measured:
+            restore_measurements(self.db, path, measured)
         if rep.tail:
             result.problems.append(f"{rep.tail} tail of {rep.tail_bytes:,} bytes at {rep.tail_detail}")
         return result

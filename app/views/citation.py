@@ -58,6 +58,15 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
             target += "?" + request.url.query
         return RedirectResponse(target, status_code=301)
     settings = request.app.state.settings
+    from app.services.measure import evidence  # a measurement's citation (issue 15): /c/{id} shows it
+
+    measured = evidence.find(session, cid)
+    if measured is not None:
+        data = evidence.page(session, settings, measured)
+        if as_json:
+            return JSONResponse(data)
+        return _templates(request).TemplateResponse(request, "measurement.html",
+                                                    {"c": data, "json_href": f"/c/{cid}.json", "user": user})
     snap = citations.lookup(session, cid)
     if not withdrawal.visible(snap):
         return tombstone_response(request, session, snap, as_json=as_json, user=user)
