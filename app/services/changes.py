@@ -110,6 +110,53 @@ def _cited(session: Session, entry_ids: set[int], recipe_ids: set[str]) -> tuple
     return ce, cr
 
 
+def _entry_events(before: dict, after: dict, source_id, crawl_id, new_snap, is_cited, now) -> list[ChangeEvent]:
+    """One event per entry at most. A recipe's quotable answer is one answer: its change goes on the
+    recipe's entry that changed otherwise (or on its first entry), never on each of its entries."""
+    diffs: dict[int, dict] = {}
+    vanished: list[int] = []
+    quotable: dict[str, dict] = {}
+    for eid, old in before.items():
+        new = after.get(eid)
+        if new is None or old["gone"]:
+            continue
+        if new["gone"]:
+            vanished.append(eid)
+            continue
+        d = _diff(old, new)
+        q = {k: d.pop(k) for k in ("quotable_tps", "basis") if k in d}
+        if q and new["recipe_id"]:
+            quotable.setdefault(new["recipe_id"], q)
+        elif q:
+            d.update(q)
+        if d:
+            diffs[eid] = d
+    for rid, q in quotable.items():
+        members = sorted(eid for eid, st in after.items() if st["recipe_id"] == rid and not st["gone"] and eid in before)
+        target = next((eid for eid in members if eid in diffs), members[0] if members else None)
+        if target is not None:
+            diffs.setdefault(target, {}).update(q)
+    out = []
+    for eid in vanished:
+        old = before[eid]
+        out.append(ChangeEvent(
+            kind="vanished", scope="entry", source_id=source_id, entry_id=eid, recipe_id=old["recipe_id"],
+            crawl_id=crawl_id, old_snapshot_id=old["snapshot_id"], new_snapshot_id=new_snap,
+            old=_values(old) | {"label": old["label"], "provenance": old["provenance"]}, new=None, changes=None,
+            detail="the entry is no longer on the page", cited=is_cited(eid, old["recipe_id"]), created_at=now))
+    for eid, diff in sorted(diffs.items()):
+        old, new = before[eid], after[eid]
+        out.append(ChangeEvent(
+            kind="changed", scope="entry", source_id=source_id, entry_id=eid, recipe_id=new["recipe_id"],
+            crawl_id=crawl_id, old_snapshot_id=old["snapshot_id"],
+            new_snapshot_id=new["snapshot_id"] if new["version_id"] != old["version_id"]
+            else (new_snap or new["last_snapshot_id"]),
+            old=_values(old) | {"label": old["label"], "provenance": old["provenance"]},
+            new=_values(new) | {"label": new["label"], "provenance": new["provenance"]},
+            changes=diff, detail=None, cited=is_cited(eid, new["recipe_id"]), created_at=now))
+    return out
+
+
 def record_changes(db: Database, source_id: int, crawl_id: int | None, before: dict, report) -> list[int]:
     """Compare the source's entries with ``before`` and store the events; returns their ids."""
     now = utcnow()
@@ -150,29 +197,7 @@ def record_changes(db: Database, source_id: int, crawl_id: int | None, before: d
                     detail="the page answers again", cited=False, created_at=now))
                 src.vanished_at = None
             if not report.not_modified:
-                for eid, old in before["entries"].items():
-                    new = after.get(eid)
-                    if new is None or old["gone"]:
-                        continue
-                    if new["gone"]:
-                        events.append(ChangeEvent(
-                            kind="vanished", scope="entry", source_id=source_id, entry_id=eid,
-                            recipe_id=old["recipe_id"], crawl_id=crawl_id, old_snapshot_id=old["snapshot_id"],
-                            new_snapshot_id=new_snap, old=_values(old) | {"label": old["label"],
-                                                                          "provenance": old["provenance"]},
-                            new=None, changes=None, detail="the entry is no longer on the page",
-                            cited=is_cited(eid, old["recipe_id"]), created_at=now))
-                        continue
-                    diff = _diff(old, new)
-                    if diff:
-                        events.append(ChangeEvent(
-                            kind="changed", scope="entry", source_id=source_id, entry_id=eid,
-                            recipe_id=new["recipe_id"], crawl_id=crawl_id, old_snapshot_id=old["snapshot_id"],
-                            new_snapshot_id=new["snapshot_id"] if new["version_id"] != old["version_id"]
-                            else (new_snap or new["last_snapshot_id"]),
-                            old=_values(old) | {"label": old["label"], "provenance": old["provenance"]},
-                            new=_values(new) | {"label": new["label"], "provenance": new["provenance"]},
-                            changes=diff, detail=None, cited=is_cited(eid, new["recipe_id"]), created_at=now))
+                events += _entry_events(before["entries"], after, source_id, crawl_id, new_snap, is_cited, now)
         s.add_all(events)
         s.commit()
         return [e.id for e in events]

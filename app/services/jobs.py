@@ -71,20 +71,19 @@ def crawl_lock(source_id: int) -> str:
     return f"source:{source_id}"
 
 
-class _CrawlRetry:
-    pass
-
-
 def _strategies(settings):
-    from procrastinate.retry import BaseRetryStrategy, RetryStrategy
+    from procrastinate.retry import BaseRetryStrategy, RetryDecision, RetryStrategy
 
     class HookRetry(BaseRetryStrategy):
-        def get_schedule_in(self, *, exception, attempts):
+        """CAVEAT_HOOK_RETRY_WAIT seconds, doubled per attempt, CAVEAT_HOOK_ATTEMPTS attempts in all."""
+
+        def get_retry_decision(self, *, exception, job):
             from app.services.hooks import DeliveryFailed
 
+            attempts = job.attempts
             if not isinstance(exception, DeliveryFailed) or attempts + 1 >= settings.hook_attempts:
                 return None
-            return int(max(1.0, settings.hook_retry_wait * 2 ** attempts))
+            return RetryDecision(retry_in={"seconds": max(1.0, settings.hook_retry_wait * 2 ** attempts)})
 
     return RetryStrategy(max_attempts=CRAWL_ATTEMPTS, exponential_wait=5), HookRetry()
 

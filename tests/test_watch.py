@@ -1,0 +1,379 @@
+"""Issue 17: schedules on a controllable clock, change events with both citations, vanished pages,
+conditional requests, webhooks (signed, retried), the changes API and its Atom feed (read by feedparser).
+Real pages on 127.0.0.1, real WARC files, SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import threading
+import time
+from datetime import datetime, timedelta, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+from sqlalchemy import func, select
+
+from app.db import Database
+from app.errors import BadRequest
+from app.models import ChangeEvent, Crawl, HookDelivery, Snapshot, Source
+from app.services import changes, hooks, schedule
+from app.services.crawl import crawl_now
+from app.services.sources import add_source
+
+T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
+
+
+def board(tps: float) -> str:
+    return json.dumps([{"hfId": "zai-org/GLM-5.3-Flash", "hardware": {"gpuName": "RTX PRO 6000 Blackwell", "gpuCount": 2},
+                        "engineName": "SGLang", "engineVersion": "0.5.4", "quantization": "NVFP4", "tokSOut": tps,
+                        "engineFlags": {"tensorParallel": 2, "concurrency": 1}, "submitter": "alice"}])
+
+
+def _source(db: Database, url: str, name: str = "board", every: str | None = None) -> Source:
+    with db.Session.begin() as s:
+        src = add_source(s, name, url, "json")
+        if every:
+            schedule.set_schedule(s, src, schedule.parse_every(every), now=T0)
+        s.expunge(src)
+    return src
+
+
+def _crawl(db: Database, name: str = "board"):
+    with db.Session() as s:
+        src = s.scalar(select(Source).where(Source.name == name))
+        s.expunge(src)
+    return crawl_now(db, db.settings, src)
+
+
+def _events(db: Database) -> list[ChangeEvent]:
+    with db.Session() as s:
+        return list(s.scalars(select(ChangeEvent).order_by(ChangeEvent.id)))
+
+
+# -- schedules ---------------------------------------------------------------------------------------
+def test_every_parses_and_refuses_clearly():
+    assert schedule.parse_every("6h") == 6 * 3600
+    assert schedule.parse_every("1h30m") == 5400
+    assert schedule.parse_every("1d") == 86400
+    assert schedule.parse_every("off") is None
+    assert schedule.format_every(5400) == "1h30m"
+    for bad in ("6 hours", "h6", "10s", "5x", "1h-", "999w"):
+        with pytest.raises(BadRequest):
+            schedule.parse_every(bad)
+
+
+def test_cli_source_add_every_and_set(cli, settings):
+    r = cli("source", "add", "b", "http://127.0.0.1:9/x", "--every", "6h")
+    assert r.exit_code == 0 and "every 6h" in r.output
+    r = cli("source", "add", "c", "http://127.0.0.1:9/y", "--every", "sometimes")
+    assert r.exit_code == 1 and "does not parse" in r.output
+    r = cli("source", "list", "--json")
+    names = {s["name"]: s for s in json.loads(r.output)["sources"]}
+    assert set(names) == {"b"}, "a bad schedule adds nothing"
+    assert names["b"]["schedule"]["every"] == "6h"
+    r = cli("source", "set", "b", "--every", "30m")
+    assert r.exit_code == 0, r.output
+    r = cli("source", "set", "b", "--every", "1 fortnight")
+    assert r.exit_code == 1
+    assert json.loads(cli("source", "list", "--json").output)["sources"][0]["schedule"]["every"] == "30m"
+
+
+def test_schedule_fires_on_the_clock(backend_db, server):
+    db = backend_db
+    db.settings.host_delay = 0.0
+    db.settings.schedule_jitter = 0.0
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url, every="1h")
+    assert schedule.claim_due(db, now=T0 - timedelta(minutes=1)) == []
+    claimed = schedule.claim_due(db, now=T0)
+    assert [sid for sid, _ in claimed] == [src.id]
+    assert schedule.claim_due(db, now=T0) == [], "claimed once: moved to its next time"
+    sid, cid = claimed[0]
+    report = schedule.run_crawl(db, cid, sid, now=lambda: T0 + timedelta(seconds=5))
+    assert report is not None and report.status == "ok"
+    assert schedule.run_crawl(db, cid, sid) is None, "a job delivered twice runs once"
+    assert schedule.claim_due(db, now=T0 + timedelta(minutes=30)) == []
+    again = schedule.claim_due(db, now=T0 + timedelta(hours=1, minutes=1))
+    assert [s for s, _ in again] == [src.id]
+    with db.Session() as s:
+        assert s.scalar(select(func.count(Crawl.id)).where(Crawl.source_id == src.id)) == 2
+    assert len([r for r in server.requests if r["path"] == "/b"]) == 1
+
+
+def test_unreachable_host_backs_off_and_loses_nothing(backend_db, server):
+    db = backend_db
+    db.settings.schedule_jitter = 0.0
+    db.settings.connect_timeout = 2.0
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url, every="6h")
+    assert _crawl(db).status == "ok"
+    with db.Session.begin() as s:
+        s.get(Source, src.id).url = "http://127.0.0.1:9/never"  # nothing listens on port 9
+    report = _crawl(db)
+    assert report.failed and "could not connect" in report.error
+    with db.Session() as s:
+        row = s.get(Source, src.id)
+        assert row.failures == 1
+        nxt = row.next_crawl_at if row.next_crawl_at.tzinfo else row.next_crawl_at.replace(tzinfo=timezone.utc)
+        assert nxt < datetime.now(timezone.utc) + timedelta(minutes=2), "a failure retries soon, not in 6 h"
+        assert s.scalar(select(func.count(Snapshot.id)).where(Snapshot.source_id == src.id)) == 1
+
+
+def test_retry_after_holds_the_host(backend_db, server):
+    db = backend_db
+    url = server.route("/b", "slow down", status=429, content_type="text/plain", headers=[("Retry-After", "120")])
+    src = _source(db, url, every="6h")
+    report = _crawl(db)
+    assert report.failed
+    with db.Session() as s:
+        nxt = s.get(Source, src.id).next_crawl_at
+        nxt = nxt if nxt.tzinfo else nxt.replace(tzinfo=timezone.utc)
+        assert nxt > datetime.now(timezone.utc) + timedelta(seconds=100)
+    wait = schedule.take_host_turn(db, "127.0.0.1", delay=0.0)
+    assert wait > 100, "every source on that host waits too"
+
+
+# -- changes -----------------------------------------------------------------------------------------
+def test_page_change_is_one_event_with_both_citations(backend_db, server):
+    db = backend_db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    _source(db, url)
+    first = _crawl(db)
+    assert first.status == "ok" and _events(db) == []
+    with db.Session() as s:
+        assert changes.mark_citation(s, first.snapshot) == 1
+        s.commit()
+    server.route("/b", board(350.0), content_type="application/json")
+    second = _crawl(db)
+    assert second.status == "ok"
+    evs = _events(db)
+    assert len(evs) == 1
+    e = evs[0]
+    assert e.kind == "changed" and e.scope == "entry" and e.cited is True
+    assert e.changes["headline_tps"] == [500.0, 350.0]
+    with db.Session() as s:
+        body = changes.events_json(s, db.settings, [s.get(ChangeEvent, e.id)])[0]
+    assert body["old"]["snapshot"] == first.snapshot and body["new"]["snapshot"] == second.snapshot
+    assert body["old"]["citation"].startswith(f"http://caveat.test/c/{first.snapshot}")
+    assert body["new"]["citation"].startswith(f"http://caveat.test/c/{second.snapshot}")
+    assert body["old"]["figures"]["headline_tps"] == 500.0 and body["new"]["figures"]["headline_tps"] == 350.0
+    _crawl(db)  # unchanged page: nothing new
+    assert len(_events(db)) == 1
+
+
+def test_404_is_one_vanished_event_and_keeps_snapshots(backend_db, server):
+    db = backend_db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    _source(db, url)
+    good = _crawl(db)
+    server.routes.pop("/b")
+    gone = _crawl(db)
+    assert gone.failed
+    _crawl(db)
+    evs = _events(db)
+    assert [(e.kind, e.scope) for e in evs] == [("vanished", "page")], "one event, not one per crawl"
+    with db.Session() as s:
+        body = changes.events_json(s, db.settings, [evs[0]])[0]
+        assert body["old"]["snapshot"] == good.snapshot and body["new"]["snapshot"] == gone.snapshot
+        assert body["changes"]["status"] == [200, 404]
+        assert s.scalar(select(func.count(Snapshot.id))) == 3, "every snapshot is kept"
+    server.route("/b", board(500.0), content_type="application/json")
+    _crawl(db)
+    assert [e.kind for e in _events(db)] == ["vanished", "returned"]
+
+
+def test_entry_that_no_longer_parses_vanishes(backend_db, server):
+    db = backend_db
+    two = json.loads(board(500.0)) + [dict(json.loads(board(90.0))[0], hfId="org/Other-7B")]
+    url = server.route("/b", json.dumps(two), content_type="application/json")
+    _source(db, url)
+    _crawl(db)
+    server.route("/b", board(500.0), content_type="application/json")
+    _crawl(db)
+    evs = _events(db)
+    assert [(e.kind, e.scope) for e in evs] == [("vanished", "entry")]
+    assert evs[0].old["label"]["model"] == "Other-7B" or "Other" in str(evs[0].old["label"])
+
+
+def test_conditional_request_unchanged_costs_a_304(backend_db, server):
+    db = backend_db
+    body = board(500.0).encode()
+
+    def handler(h):
+        if h.headers.get("If-None-Match") == '"v1"':
+            h.send_response(304)
+            h.send_header("ETag", '"v1"')
+            h.end_headers()
+            return
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("ETag", '"v1"')
+        h.send_header("Content-Length", str(len(body)))
+        h.end_headers()
+        h.wfile.write(body)
+
+    url = server.route("/b", handler=handler)
+    _source(db, url)
+    assert _crawl(db).status == "ok"
+    second = _crawl(db)
+    assert second.status == "ok" and second.not_modified
+    assert server.requests[-1]["headers"].get("If-None-Match") == '"v1"'
+    with db.Session() as s:
+        last = s.scalars(select(Crawl).order_by(Crawl.id.desc())).first()
+        assert last.conditional == "not-modified"
+        snap = s.scalar(select(Snapshot).where(Snapshot.citation_id == second.snapshot))
+        assert snap.status == 304 and snap.payload_length == 0
+    assert _events(db) == []
+
+
+# -- API, Atom, citations mark ---------------------------------------------------------------------
+def test_api_changes_atom_and_citation_marks(client, settings, server):
+    import feedparser
+
+    db = client.app.state.db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    _source(db, url)
+    first = _crawl(db)
+    r = client.post("/api/citations", json={"snapshot": first.snapshot})
+    assert r.status_code == 200
+    server.route("/b", board(350.0), content_type="application/json")
+    _crawl(db)
+    server.routes.pop("/b")
+    _crawl(db)
+    r = client.get("/api/changes")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["ok"] and body["total"] == 2 and body["count"] == 2
+    assert [c["kind"] for c in body["changes"]] == ["vanished", "changed"]
+    assert all(c["cited"] for c in body["changes"])
+    assert body["changes"][1]["changes"]["headline_tps"] == [500.0, 350.0]
+    assert client.get("/api/changes?kind=changed").json()["total"] == 1
+    assert client.get("/api/changes?source=board&limit=1").json()["next"].endswith("offset=1")
+    assert client.get("/api/changes?limit=100000").status_code == 400
+    assert client.get("/api/changes?kind=exploded").status_code == 400
+    feed_r = client.get("/changes.atom")
+    assert feed_r.headers["content-type"].startswith("application/atom+xml")
+    feed = feedparser.parse(feed_r.content)
+    assert not feed.bozo, feed.get("bozo_exception")
+    assert feed.version == "atom10" and len(feed.entries) == 2
+    assert "500.0 -> 350.0" in feed.entries[1].title
+    assert feed.entries[1].link.startswith("http://caveat.test/entries/")
+    assert first.snapshot in feed.entries[1].summary
+    assert client.get("/changes.atom?limit=201").status_code == 400
+
+
+def test_quotable_served_marks_the_recipe(client, settings, server):
+    db = client.app.state.db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    _source(db, url)
+    _crawl(db)
+    with db.Session() as s:
+        from app.models import Entry
+
+        rid = s.scalar(select(Entry.recipe_id))
+    assert client.get(f"/api/recipes/{rid}/quotable").status_code == 200
+    client.app.state.quotable_marks.flush()
+    server.route("/b", board(350.0), content_type="application/json")
+    _crawl(db)
+    [e] = _events(db)
+    assert e.cited and e.recipe_id == rid
+
+
+# -- webhooks ----------------------------------------------------------------------------------------
+class Receiver:
+    """A webhook receiver on 127.0.0.1: answers 500 ``fail`` times, then 200; keeps what it got."""
+
+    def __init__(self, fail: int = 0, hang: float = 0.0):
+        self.got: list[tuple[dict, bytes]] = []
+        self.fail, self.hang = fail, hang
+        outer = self
+
+        class H(BaseHTTPRequestHandler):
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):  # noqa: N802
+                body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                outer.got.append((dict(self.headers), body))
+                if outer.hang:
+                    time.sleep(outer.hang)
+                code = 500 if len(outer.got) <= outer.fail else 200
+                self.send_response(code)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), H)
+        self.httpd.daemon_threads = True
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/hook"
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+def _wait(pred, seconds: float = 40.0):
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def test_webhook_signed_and_retried_in_process(db, server):
+    db.settings.hook_retry_wait = 1.0
+    rx = Receiver(fail=2)
+    try:
+        with db.Session.begin() as s:
+            hooks.add_hook(s, rx.url, "s3cret-s3cret-s3cret")
+            with pytest.raises(BadRequest):
+                hooks.add_hook(s, rx.url, "short")
+        url = server.route("/b", board(500.0), content_type="application/json")
+        _source(db, url)
+        _crawl(db)
+        server.route("/b", board(350.0), content_type="application/json")
+        _crawl(db)
+        assert _wait(lambda: len(rx.got) >= 3), f"got {len(rx.got)} attempt(s)"
+        def delivered():
+            with db.Session() as s:
+                return s.scalar(select(HookDelivery.status)) == "delivered"
+        assert _wait(delivered, 10)
+        headers, body = rx.got[-1]
+        stamp = headers["X-Caveat-Timestamp"]
+        want = "sha256=" + hmac.new(b"s3cret-s3cret-s3cret", stamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+        assert headers["X-Caveat-Signature"] == want
+        assert json.loads(body)["event"]["changes"]["headline_tps"] == [500.0, 350.0]
+        assert len({h["X-Caveat-Delivery"] for h, _ in rx.got}) == 1
+        with db.Session() as s:
+            d = s.scalar(select(HookDelivery))
+            assert d.attempts == 3 and [a["code"] for a in d.log] == [500, 500, 200]
+    finally:
+        rx.stop()
+
+
+def test_hanging_receiver_is_bounded(db, server):
+    db.settings.hook_timeout = 0.5
+    db.settings.hook_attempts = 1
+    rx = Receiver(hang=3.0)
+    try:
+        with db.Session.begin() as s:
+            hooks.add_hook(s, rx.url, "s3cret-s3cret-s3cret")
+        url = server.route("/b", board(500.0), content_type="application/json")
+        _source(db, url)
+        _crawl(db)
+        server.route("/b", board(350.0), content_type="application/json")
+        _crawl(db)
+
+        def failed():
+            with db.Session() as s:
+                return s.scalar(select(HookDelivery.status)) == "failed"
+        assert _wait(failed, 20)
+        with db.Session() as s:
+            d = s.scalar(select(HookDelivery))
+            assert "no answer within 0.5 s" in d.last_error
+        assert len(_events(db)) == 1, "the event stays, whatever the receiver did"
+    finally:
+        rx.stop()
