@@ -328,6 +328,7 @@ def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STA
     if ensure_schema(db):
         say("applied procrastinate's schema (its tables were missing)")
     settings = db.settings
+    heartbeat = min(heartbeat, max(0.5, stalled_after / 3))  # a live worker is never taken for a stalled one
     series, slot = take_series(settings) if not settings.warc_series else (settings.warc_series, None)
     settings.warc_series = series
     queue = queue_for(db)
