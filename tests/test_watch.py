@@ -377,3 +377,64 @@ def test_hanging_receiver_is_bounded(db, server):
         assert len(_events(db)) == 1, "the event stays, whatever the receiver did"
     finally:
         rx.stop()
+
+
+def test_crawl_now_api_queues_returns_at_once_and_shows_progress(client, settings, server):
+    from app.services import auth
+
+    db = client.app.state.db
+    url = server.route("/b", board(500.0), content_type="application/json", delay=1.0)
+    _source(db, url)
+    with db.Session.begin() as s:
+        auth.create_user(s, "rita", "a long enough passphrase")
+        reviewer = auth.create_token(s, "rita", "rev")
+        reader = auth.create_token(s, "rita", "reader", "read", 30)
+        admin = auth.create_token(s, "rita", "admin", "read,admin", 30)
+    assert client.post("/api/sources/board/crawl", json={}).status_code == 401
+    assert client.post("/api/sources/board/crawl", json={},
+                       headers={"Authorization": f"Bearer {reader}"}).status_code == 403
+    r = client.post("/api/sources/board/crawl", json={}, headers={"Authorization": f"Bearer {reviewer}"})
+    assert r.status_code == 202, r.text
+    body = r.json()
+    assert body["ok"] and body["queued"] is True and body["crawl"]["status"] in ("queued", "running")
+    again = client.post("/api/sources/board/crawl", json={}, headers={"Authorization": f"Bearer {reviewer}"}).json()
+    assert again["queued"] is False and again["crawl"]["id"] == body["crawl"]["id"], "one crawl, not two"
+    assert client.post("/api/sources/nope/crawl", json={},
+                       headers={"Authorization": f"Bearer {reviewer}"}).status_code == 404
+    assert _wait(lambda: client.get(body["status_url"]).json()["crawl"]["status"] == "ok", 30)
+    done = client.get(body["status_url"]).json()["crawl"]
+    assert done["entries_new"] == 1 and done["trigger"] == "manual"
+    listed = client.get("/api/crawls?source=board").json()
+    assert listed["total"] == 1 and listed["crawls"][0]["id"] == done["id"]
+    assert len(server.requests) == 1
+    # schedules over the API: admin scope; a bad one is a 400 and changes nothing
+    assert client.post("/api/sources/board/schedule", json={"every": "6h"},
+                       headers={"Authorization": f"Bearer {reviewer}"}).status_code == 403
+    r = client.post("/api/sources/board/schedule", json={"every": "soon"}, headers={"Authorization": f"Bearer {admin}"})
+    assert r.status_code == 400 and "does not parse" in r.json()["error"]
+    r = client.post("/api/sources/board/schedule", json={"every": "6h"}, headers={"Authorization": f"Bearer {admin}"})
+    assert r.status_code == 200 and r.json()["schedule"]["every"] == "6h"
+    assert client.get("/api/sources").json()["sources"][0]["schedule"]["every"] == "6h"
+
+
+def test_serve_scheduler_runs_due_crawls_in_process(db, server):
+    from app.services.jobs import Scheduler
+
+    db.settings.worker_poll = 0.2
+    db.settings.host_delay = 0.0
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url)
+    with db.Session.begin() as s:
+        schedule.set_schedule(s, s.get(Source, src.id), 3600)
+    sched = Scheduler(db)
+    try:
+        def crawled():
+            with db.Session() as s:
+                return s.scalar(select(Crawl.status).where(Crawl.source_id == src.id)) == "ok"
+        assert _wait(crawled, 20)
+        time.sleep(1.0)
+        assert len(server.requests) == 1, "due once: crawled once"
+        with db.Session() as s:
+            assert s.scalar(select(Crawl.trigger)) == "schedule"
+    finally:
+        sched.stop.set()

@@ -4,14 +4,16 @@ the crawls' progress (``GET /api/crawls``), a source's schedule (``POST /api/sou
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
 from fastapi import APIRouter, Body, Depends, Query, Request
 from fastapi.responses import Response
+from pydantic import Field
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.api.convention import ok, page
-from app.api.schemas import ERRORS
+from app.api.schemas import AUTH_ERRORS, ERRORS, Open, Page
 from app.errors import BadRequest, NotFound
 from app.main import get_session
 from app.models import ChangeEvent, Crawl, Source, User
@@ -23,6 +25,69 @@ router = APIRouter(tags=["changes"])
 MAX_LIMIT = changes.MAX_LIMIT
 
 
+class ChangeSide(Open):
+    figures: dict | None = Field(None, description="The entry's figures (headline_tps, steady_low, ...).")
+    flags: list[str] | None = Field(None, description="Rules of the flags standing on the entry.")
+    quotable: dict | None = Field(None, description="The recipe's quotable answer: quotable_tps and basis.")
+    snapshot: str | None = Field(None, description="Citation id of the snapshot this side was read from.")
+    citation: str | None = Field(None, description="Citation URL of the changed figure in that snapshot.")
+
+
+class ChangeBody(Open):
+    id: int
+    kind: str = Field(..., description="changed, vanished or returned.")
+    scope: str = Field(..., description="entry, or page (the whole page vanished or came back).")
+    source: str | None
+    entry_id: int | None
+    recipe_id: str | None
+    cited: bool = Field(..., description="Someone relied on it: a citation via POST /api/citations, or a "
+                                         "quotable answer served for its recipe.")
+    changes: dict = Field(..., description="What changed: name -> [old, new].")
+    old: ChangeSide | None
+    new: ChangeSide | None
+    created_at: str
+
+
+class ChangeList(Page):
+    changes: list[ChangeBody]
+
+
+class ChangeOne(Open):
+    ok: Literal[True]
+    change: ChangeBody
+
+
+class CrawlBody(Open):
+    id: int
+    source: str | None
+    status: str = Field(..., description="queued, running, then ok, warnings, empty, failed, postponed or skipped.")
+    trigger: str | None = Field(None, description="schedule, manual (crawl now), cli, retry.")
+    entries_new: int
+    entries_changed: int
+    entries_unchanged: int
+    not_modified: bool = Field(..., description="The server answered 304 to a conditional request.")
+
+
+class CrawlList(Page):
+    crawls: list[CrawlBody]
+
+
+class CrawlOne(Open):
+    ok: Literal[True]
+    crawl: CrawlBody
+
+
+class CrawlQueued(CrawlOne):
+    queued: bool = Field(..., description="False when a crawl of the source was already queued or running.")
+    status_url: str
+
+
+class ScheduleAnswer(Open):
+    ok: Literal[True]
+    source: str
+    schedule: dict
+
+
 def _since(value: str | None) -> datetime | None:
     if value is None:
         return None
@@ -32,7 +97,7 @@ def _since(value: str | None) -> datetime | None:
         raise BadRequest(f"since={value!r} is not an ISO 8601 time, e.g. 2026-12-01T12:00:00Z") from None
 
 
-@router.get("/api/changes", responses=ERRORS, summary="Change events found by the crawls, newest first")
+@router.get("/api/changes", response_model=ChangeList, responses=ERRORS, summary="Change events found by the crawls, newest first")
 def list_changes(request: Request,
                  source: str | None = Query(None, description="Source name."),
                  entry_id: int | None = Query(None, ge=1), recipe_id: str | None = Query(None, max_length=40),
@@ -47,7 +112,7 @@ def list_changes(request: Request,
     return page(request, "changes", rows, total=total, limit=limit, offset=offset)
 
 
-@router.get("/api/changes/{event_id}", responses=ERRORS, summary="One change event")
+@router.get("/api/changes/{event_id}", response_model=ChangeOne, responses=ERRORS, summary="One change event")
 def get_change(event_id: int, request: Request, session: Session = Depends(get_session)) -> dict:
     e = session.get(ChangeEvent, event_id) if 0 < event_id < 2**31 else None
     if e is None:
@@ -76,7 +141,7 @@ def crawl_json(c: Crawl, name: str | None, job: str | None = None) -> dict:
             "not_modified": c.conditional == "not-modified", "error": c.error}
 
 
-@router.post("/api/sources/{name}/crawl", status_code=202, responses=ERRORS,
+@router.post("/api/sources/{name}/crawl", status_code=202, response_model=CrawlQueued, responses=AUTH_ERRORS,
              summary="Crawl a source now: queued, answered at once (authenticated)")
 def crawl_now(name: str, request: Request, session: Session = Depends(get_session),
               user: User = Depends(auth.require_writer)) -> dict:
@@ -91,7 +156,7 @@ def crawl_now(name: str, request: Request, session: Session = Depends(get_sessio
     return ok({"queued": new, "crawl": crawl_json(c, src.name), "status_url": f"/api/crawls/{crawl_id}"})
 
 
-@router.get("/api/crawls", responses=ERRORS, summary="Crawls, newest first: queued, running, done, with counts")
+@router.get("/api/crawls", response_model=CrawlList, responses=ERRORS, summary="Crawls, newest first: queued, running, done, with counts")
 def list_crawls(request: Request, source: str | None = Query(None),
                 status: str | None = Query(None, description="queued, running, ok, warnings, empty, failed..."),
                 limit: int = Query(50, ge=1, le=MAX_LIMIT), offset: int = Query(0, ge=0, le=10_000_000),
@@ -107,7 +172,7 @@ def list_crawls(request: Request, source: str | None = Query(None),
     return page(request, "crawls", rows, total=total, limit=limit, offset=offset)
 
 
-@router.get("/api/crawls/{crawl_id}", responses=ERRORS, summary="One crawl's progress")
+@router.get("/api/crawls/{crawl_id}", response_model=CrawlOne, responses=ERRORS, summary="One crawl's progress")
 def get_crawl(crawl_id: int, request: Request, session: Session = Depends(get_session)) -> dict:
     c = session.get(Crawl, crawl_id) if 0 < crawl_id < 2**31 else None
     if c is None:
@@ -116,7 +181,7 @@ def get_crawl(crawl_id: int, request: Request, session: Session = Depends(get_se
     return ok({"crawl": crawl_json(c, name)})
 
 
-@router.post("/api/sources/{name}/schedule", responses=ERRORS,
+@router.post("/api/sources/{name}/schedule", response_model=ScheduleAnswer, responses=AUTH_ERRORS,
              summary="Set a source's re-crawl interval (authenticated, admin scope)")
 def set_schedule(name: str, request: Request, body: dict = Body(..., examples=[{"every": "6h"}]),
                  session: Session = Depends(get_session), user: User = Depends(auth.require_writer)) -> dict:

@@ -108,7 +108,12 @@ def hook_add(obj: CliContext, url: str, secret: str, cited_only: bool, as_json: 
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, hooks}.")
 @click.pass_obj
 def hook_list(obj: CliContext, as_json: bool) -> None:
-    """List the hooks (never their secrets). Exit code 1 when there are none."""
+    """List the hooks (never their secrets). Exit code 1 when there are none.
+
+    \b
+    Example:
+      caveat hook list --json
+    """
     from app.services.hooks import hook_json, list_hooks
 
     json_mode(as_json)
@@ -129,7 +134,12 @@ def hook_list(obj: CliContext, as_json: bool) -> None:
 @click.argument("hook_id", type=int)
 @click.pass_obj
 def hook_remove(obj: CliContext, hook_id: int) -> None:
-    """Stop sending to a hook (its delivery log is kept)."""
+    """Stop sending to a hook (its delivery log is kept).
+
+    \b
+    Example:
+      caveat hook remove 2
+    """
     from app.services.hooks import remove_hook
 
     with obj.session() as s:
@@ -143,7 +153,12 @@ def hook_remove(obj: CliContext, hook_id: int) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, deliveries}.")
 @click.pass_obj
 def hook_deliveries(obj: CliContext, hook_id: int | None, limit: int, as_json: bool) -> None:
-    """The delivery log, newest first: status, attempts, the receiver's last answer."""
+    """The delivery log, newest first: status, attempts, the receiver's last answer.
+
+    \b
+    Example:
+      caveat hook deliveries --hook 1
+    """
     from app.services.hooks import delivery_json, list_deliveries
 
     json_mode(as_json)

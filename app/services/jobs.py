@@ -196,17 +196,16 @@ class LocalQueue:
         return {int(j["args"]["crawl_id"]): j["status"] for j in list(jobs.values()) if j["task_name"] == TASK_CRAWL}
 
 
-_QUEUES: dict[int, object] = {}
 _QLOCK = threading.Lock()
 
 
 def queue_for(db: Database):
-    """This process's queue for ``db`` (one per Database object)."""
+    """This process's queue for ``db`` (one per Database object, kept on it)."""
     with _QLOCK:
-        q = _QUEUES.get(id(db))
+        q = getattr(db, "_job_queue", None)
         if q is None:
             q = PgQueue(db) if is_postgres(db) else LocalQueue(db)
-            _QUEUES[id(db)] = q
+            db._job_queue = q
         return q
 
 
