@@ -228,9 +228,7 @@ def housekeeping(db: Database, queue=None, *, now=None) -> dict:
     from app.services.schedule import claim_due
 
     queue = queue or queue_for(db)
-    claimed = claim_due(db, now=now)
-    for sid, cid in claimed:
-        queue.defer_crawl(cid, sid)
+    claimed = claim_due(db, now=now, each=lambda sid, cid: queue.defer_crawl(cid, sid))
     return {"queued": len(claimed)}
 
 
@@ -292,9 +290,25 @@ def take_series(settings) -> tuple[str, object]:
     raise RuntimeError("no free worker slot (999 workers on this machine?)")
 
 
-async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, stop: asyncio.Event, say) -> None:
+def _idle(db: Database) -> bool:
+    """Nothing left: no job waiting or running, no source due."""
+    from app.models import Source, utcnow
+
+    with db.engine.connect() as conn:
+        busy = conn.exec_driver_sql("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')").scalar()
+    if busy:
+        return False
+    with db.Session() as s:
+        due = s.scalar(select(Source.id).where(Source.removed_at.is_(None), Source.every_seconds.is_not(None),
+                                               Source.next_crawl_at <= utcnow()).limit(1))
+    return due is None
+
+
+async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, stop: asyncio.Event, say,
+                       on_idle=None) -> None:
     from app.services.crawl import end_dead_crawls
 
+    idle_rounds = 0
     while not stop.is_set():
         try:
             stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after)
@@ -303,9 +317,17 @@ async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, 
                 await app.job_manager.retry_job(job)
             if stalled:
                 await asyncio.to_thread(end_dead_crawls, db)
+            from app.services.warcfiles import check_cdxj
+
+            await asyncio.to_thread(check_cdxj, db)
             done = await asyncio.to_thread(housekeeping, db, queue)
             if done["queued"]:
                 say(f"queued {done['queued']} due source(s)")
+            if on_idle is not None:
+                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db) else 0
+                if idle_rounds >= 2:
+                    on_idle()
+                    return
         except Exception:  # noqa: BLE001
             log.exception("housekeeping round failed")
         try:
@@ -337,13 +359,18 @@ def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STA
     async def main():
         async with app.open_async():
             stop = asyncio.Event()
-            keeper = asyncio.create_task(_housekeeper(app, db, queue, stalled_after, stop, say))
+            work = asyncio.create_task(app.run_worker_async(
+                concurrency=concurrency, name=series, update_heartbeat_interval=heartbeat,
+                stalled_worker_timeout=stalled_after, fetch_job_polling_interval=min(2.0, settings.worker_poll),
+                delete_jobs="successful", install_signal_handlers=True))
+            # --once: leave when nothing is waiting, running or due for two rounds in a row
+            keeper = asyncio.create_task(_housekeeper(app, db, queue, stalled_after, stop, say,
+                                                      on_idle=work.cancel if once else None))
             try:
-                await app.run_worker_async(concurrency=concurrency, name=series, wait=not once,
-                                           update_heartbeat_interval=heartbeat,
-                                           stalled_worker_timeout=stalled_after,
-                                           fetch_job_polling_interval=min(2.0, settings.worker_poll),
-                                           delete_jobs="successful", install_signal_handlers=True)
+                await work
+            except asyncio.CancelledError:
+                if not once:
+                    raise
             finally:
                 stop.set()
                 await keeper

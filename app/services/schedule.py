@@ -123,9 +123,11 @@ def queue_crawl(session: Session, source: Source, trigger: str, *, now: datetime
     return crawl, True
 
 
-def claim_due(db: Database, *, now: datetime | None = None, limit: int = 1000) -> list[tuple[int, int]]:
+def claim_due(db: Database, *, now: datetime | None = None, limit: int = 1000,
+              each=None) -> list[tuple[int, int]]:
     """Claim every due source (compare-and-set on ``next_crawl_at``, so racing workers claim each once),
-    move it to its next time and queue a crawl row. Returns ``[(source_id, crawl_id)]``."""
+    move it to its next time and queue a crawl row; ``each(source_id, crawl_id)`` is called as each is
+    claimed (the job is deferred at once). Returns ``[(source_id, crawl_id)]``."""
     now = now or utcnow()
     jitter = db.settings.schedule_jitter
     out = []
@@ -146,6 +148,8 @@ def claim_due(db: Database, *, now: datetime | None = None, limit: int = 1000) -
             s.commit()
             if new:
                 out.append((sid, crawl.id))
+                if each is not None:
+                    each(sid, crawl.id)
     return out
 
 

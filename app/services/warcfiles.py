@@ -17,6 +17,7 @@ import logging
 import re
 import secrets
 import threading
+import time
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Callable
@@ -65,6 +66,28 @@ def series_of(name: str) -> str | None | bool:
 def new_warc_name(series: str | None = None) -> str:
     mid = f"{series}-" if series else ""
     return f"caveat-{mid}{ts17(datetime.now(timezone.utc))}-{secrets.token_hex(3)}.warc.gz"
+
+
+TIDY_EVERY = 30.0  # seconds between two looks at the other series from one process
+_TIDIED: dict[str, float] = {}
+MERGED_UNCHECKED: dict[str, int] = {}  # CDXJ merges by a series writer whose count check is left to check_cdxj
+
+
+def worker_alive(settings: Settings, series: str) -> bool:
+    """Whether the `caveat worker` owning ``series`` (``w_<host>_<n>``) still holds its slot on this machine."""
+    m = re.match(r"^w_(.+)_(\d+)$", series)
+    if not m:
+        return False
+    slot = settings.warc_dir / f".worker-{m.group(1)}-{m.group(2)}.slot"
+    if not slot.exists():
+        return False
+    with open(slot, "a+") as f:
+        try:
+            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        fcntl.flock(f.fileno(), fcntl.LOCK_UN)
+        return False
 
 
 def lock_name(series: str | None) -> str:
@@ -165,9 +188,15 @@ class WarcStore:
     def _tidy_idle_series(self) -> None:
         """The other series nobody is writing now (their lock is free: e.g. a worker that was killed): index
         their unindexed whole records and cut a torn tail, under their lock. A series in use is left alone."""
+        now = time.monotonic()
+        if now - _TIDIED.get(str(self.settings.warc_dir), -1e9) < TIDY_EVERY:
+            return
+        _TIDIED[str(self.settings.warc_dir)] = now
         names = {series_of(p.name) or None for p in self.settings.warc_dir.glob(PATTERN)}
         for other in sorted((n for n in names if n != self.series), key=lambda n: n or ""):
             if other is None and _THREAD_LOCK.locked():
+                continue
+            if other is not None and worker_alive(self.settings, other):
                 continue
             with open(self.settings.warc_dir / lock_name(other), "a+") as f:
                 try:
@@ -273,11 +302,37 @@ class WarcStore:
             if self.repaired or not path.exists():
                 return rebuild_cdxj(self.db)
             lines = merge_index(path, (cdxj_row(s) for s in snapshots))
+            if self.series is not None:
+                # Other series commit rows at any moment, so a count taken now would often disagree and
+                # rebuild the file at every crawl: the worker's housekeeping checks it (check_cdxj).
+                key = str(self.settings.index_dir)
+                MERGED_UNCHECKED[key] = MERGED_UNCHECKED.get(key, 0) + 1
+                return lines
             with self.db.Session() as s:
                 total = s.scalar(select(func.count()).select_from(Snapshot))
             if lines != total:
                 return rebuild_cdxj(self.db)
             return lines
+
+
+def check_cdxj(db: Database) -> bool:
+    """After a series writer's merges: rebuild the CDXJ file if its line count disagrees with the table
+    (a worker killed between its commit and its merge). Returns whether it was rebuilt."""
+    key = str(db.settings.index_dir)
+    if not MERGED_UNCHECKED.pop(key, 0):
+        return False
+    path = index_path(db.settings)
+    with cdxj_lock(db.settings):
+        with db.Session() as s:
+            total = s.scalar(select(func.count()).select_from(Snapshot))
+        lines = 0
+        if path.exists():
+            with open(path, "rb") as f:
+                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
+        if lines == total:
+            return False
+        rebuild_cdxj(db)
+        return True
 
 
 def rebuild_cdxj(db: Database) -> int:
