@@ -438,3 +438,19 @@ def test_serve_scheduler_runs_due_crawls_in_process(db, server):
             assert s.scalar(select(Crawl.trigger)) == "schedule"
     finally:
         sched.stop.set()
+
+
+def test_recipe_page_shows_its_history(client, settings, server):
+    db = client.app.state.db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    _source(db, url)
+    first = _crawl(db)
+    server.route("/b", board(350.0), content_type="application/json")
+    second = _crawl(db)
+    [e] = _events(db)
+    r = client.get(f"/recipes/{e.recipe_id}")
+    assert r.status_code == 200
+    assert "History of changes" in r.text and "500.0 -&gt; 350.0" in r.text
+    assert f"/c/{first.snapshot}" in r.text and f"/c/{second.snapshot}" in r.text
+    data = client.get(f"/recipes/{e.recipe_id}.json").json()
+    assert data["changes"][0]["changes"]["headline_tps"] == [500.0, 350.0]

@@ -240,4 +240,15 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
         "notes": note_segments(top.get("notes") if top else None, _evidence_quotes(flags)),
         "chart": ladder_chart(recipe["ladder"], quotable.get("steady_state") or (top or {}).get("steady_state"),
                               highlight=top["id"] if top else None),
+        "changes": _recipe_changes(session, settings, recipe_id),
     }
+
+
+def _recipe_changes(session: Session, settings: Settings, recipe_id: str) -> list[dict]:
+    """The recipe's history of change events (issue 17), newest first, with both citations."""
+    from app.services.changes import list_changes, title
+
+    rows, _ = list_changes(session, settings, recipe_id=recipe_id, limit=20)
+    for ev in rows:
+        ev["title"] = title(ev)
+    return rows
