@@ -40,6 +40,7 @@ TASK_DELIVER = "caveat.deliver"
 HEARTBEAT = 5.0
 STALLED_AFTER = 30.0
 CRAWL_ATTEMPTS = 3
+ORPHAN_AFTER = timedelta(minutes=10)  # a crawl row queued this long ago without its job running is deferred again
 
 
 def procrastinate_schema_sql() -> str:
@@ -227,9 +228,14 @@ def housekeeping(db: Database, queue=None, *, now=None) -> dict:
     """One round: queue the due sources, re-defer pending deliveries nobody has (in-process queue)."""
     from app.services.schedule import claim_due
 
+    from app.services.schedule import orphans
+
     queue = queue or queue_for(db)
     claimed = claim_due(db, now=now, each=lambda sid, cid: queue.defer_crawl(cid, sid))
-    return {"queued": len(claimed)}
+    stale = orphans(db, older_than=ORPHAN_AFTER)
+    for sid, cid in stale:
+        queue.defer_crawl(cid, sid)
+    return {"queued": len(claimed), "requeued": len(stale)}
 
 
 def redefer_orphans(db: Database, queue) -> int:

@@ -153,10 +153,15 @@ def claim_due(db: Database, *, now: datetime | None = None, limit: int = 1000,
     return out
 
 
-def orphans(db: Database) -> list[tuple[int, int]]:
-    """Queued crawl rows (the in-process queue forgets its jobs when the server stops): re-deferred at start."""
+def orphans(db: Database, older_than: timedelta | None = None) -> list[tuple[int, int]]:
+    """Queued crawl rows (the in-process queue forgets its jobs when the server stops; a job that failed
+    all its attempts before it started the crawl), to defer again; the queueing lock refuses a second
+    job for a source that still has one waiting."""
+    q = select(Crawl).where(Crawl.status == "queued")
+    if older_than is not None:
+        q = q.where(Crawl.queued_at < utcnow() - older_than)
     with db.Session() as s:
-        return [(c.source_id, c.id) for c in s.scalars(select(Crawl).where(Crawl.status == "queued"))]
+        return [(c.source_id, c.id) for c in s.scalars(q)]
 
 
 # -- politeness ---------------------------------------------------------------------------------
