@@ -454,3 +454,19 @@ def test_recipe_page_shows_its_history(client, settings, server):
     assert f"/c/{first.snapshot}" in r.text and f"/c/{second.snapshot}" in r.text
     data = client.get(f"/recipes/{e.recipe_id}.json").json()
     assert data["changes"][0]["changes"]["headline_tps"] == [500.0, 350.0]
+
+
+def test_host_that_no_longer_resolves_is_a_vanished_page(backend_db, server):
+    db = backend_db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url)
+    good = _crawl(db)
+    with db.Session.begin() as s:
+        s.get(Source, src.id).url = "http://caveat-gone.invalid/b"  # .invalid never resolves (RFC 6761)
+    report = _crawl(db)
+    assert report.failed and "cannot resolve host name" in report.error
+    [e] = _events(db)
+    assert (e.kind, e.scope) == ("vanished", "page") and e.new_snapshot_id is None
+    with db.Session() as s:
+        body = changes.events_json(s, db.settings, [e])[0]
+    assert body["old"]["snapshot"] == good.snapshot and "could not be fetched" in body["detail"]

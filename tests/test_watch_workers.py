@@ -38,7 +38,8 @@ def workers(pg_settings):
 
     def start(*args: str) -> subprocess.Popen:
         p = subprocess.Popen([*CLI, "worker", *args], env=cli_env(pg_settings, CAVEAT_HOST_DELAY="0",
-                                                                   CAVEAT_WORKER_POLL="0.5"),
+                                                                   CAVEAT_WORKER_POLL="0.5",
+                                                                   CAVEAT_HOOK_RETRY_WAIT="1"),
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         started.append(p)
         return p
@@ -134,3 +135,40 @@ def test_sigkilled_worker_leaves_no_torn_record_and_its_job_runs_again(pg_settin
 def test_worker_refuses_sqlite(cli):
     r = cli("worker")
     assert r.exit_code == 1 and "needs PostgreSQL" in r.output
+
+
+def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
+    import hashlib
+    import hmac
+    import json as _json
+
+    from app.models import HookDelivery
+    from app.services import hooks
+    from app.services.crawl import crawl_now
+    from tests.test_watch import Receiver
+
+    db = Database(pg_settings)
+    rx = Receiver(fail=1)
+    try:
+        with db.Session.begin() as s:
+            hooks.add_hook(s, rx.url, "s3cret-s3cret-s3cret")
+            src = add_source(s, "board", server.route("/b", board(500.0), content_type="application/json"), "json")
+            s.expunge(src)
+        workers()
+        crawl_now(db, db.settings, src)
+        server.route("/b", board(350.0), content_type="application/json")
+        crawl_now(db, db.settings, src)  # one change event: its delivery is deferred on PostgreSQL
+
+        def delivered():
+            with db.Session() as s:
+                return s.scalar(select(HookDelivery.status)) == "delivered"
+        assert _wait(delivered, 60)
+        assert len(rx.got) == 2
+        headers, body = rx.got[-1]
+        want = "sha256=" + hmac.new(b"s3cret-s3cret-s3cret", headers["X-Caveat-Timestamp"].encode() + b"." + body,
+                                    hashlib.sha256).hexdigest()
+        assert headers["X-Caveat-Signature"] == want
+        assert _json.loads(body)["event"]["kind"] == "changed"
+    finally:
+        rx.stop()
+        db.dispose()
