@@ -95,13 +95,24 @@ def upgrade() -> None:
         sa.UniqueConstraint("hook_id", "event_id", name="uq_hook_deliveries"),
     )
     op.create_index("ix_hook_deliveries_status", "hook_deliveries", ["status", "id"])
-    if op.get_bind().dialect.name == "postgresql":
+    bind = op.get_bind()
+    if bind.dialect.name == "postgresql" and not sa.inspect(bind).has_table("procrastinate_jobs"):
         from app.services.jobs import procrastinate_schema_sql
 
         op.execute(procrastinate_schema_sql())
 
 
 def downgrade() -> None:
+    bind = op.get_bind()
+    if bind.dialect.name == "postgresql":  # procrastinate's own objects: its tables, functions and types
+        op.execute("DROP TABLE IF EXISTS procrastinate_events, procrastinate_periodic_defers, procrastinate_jobs, "
+                   "procrastinate_workers CASCADE")
+        for (signature,) in bind.execute(sa.text(
+                "SELECT p.oid::regprocedure::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace "
+                "WHERE n.nspname = current_schema() AND p.proname LIKE 'procrastinate%'")).all():
+            op.execute(f"DROP FUNCTION IF EXISTS {signature} CASCADE")
+        for name in ("procrastinate_job_to_defer_v1", "procrastinate_job_event_type", "procrastinate_job_status"):
+            op.execute(f"DROP TYPE IF EXISTS {name} CASCADE")
     op.drop_table("hook_deliveries")
     op.drop_table("hooks")
     op.drop_table("cited_marks")
