@@ -470,3 +470,28 @@ def test_host_that_no_longer_resolves_is_a_vanished_page(backend_db, server):
     with db.Session() as s:
         body = changes.events_json(s, db.settings, [e])[0]
     assert body["old"]["snapshot"] == good.snapshot and "could not be fetched" in body["detail"]
+
+
+def test_host_that_never_answers_is_a_clear_failure(backend_db, server):
+    db = backend_db
+    db.settings.read_timeout = 0.5
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url, every="6h")
+    good = _crawl(db)
+    server.route("/b", board(350.0), content_type="application/json", delay=3.0)  # headers, then silence
+    report = _crawl(db)
+    assert report.failed and "sent nothing for 0.5 s" in report.error
+    with db.Session() as s:
+        assert s.get(Source, src.id).failures == 1
+        assert [c for c in s.scalars(select(Snapshot.citation_id).where(Snapshot.source_id == src.id))] == [good.snapshot]
+    assert _events(db) == [], "a timeout is not a vanished page"
+
+
+def test_sources_page_shows_a_queued_crawl(client, settings, server):
+    db = client.app.state.db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url)
+    with db.Session.begin() as s:
+        schedule.queue_crawl(s, s.get(Source, src.id), "manual")
+    page = client.get("/sources").text
+    assert "crawl queued" in page
