@@ -495,3 +495,24 @@ def test_sources_page_shows_a_queued_crawl(client, settings, server):
         schedule.queue_crawl(s, s.get(Source, src.id), "manual")
     page = client.get("/sources").text
     assert "crawl queued" in page
+
+
+def test_serve_requeues_crawls_its_memory_forgot(db, server):
+    """The in-process queue forgets its jobs when `caveat serve` stops: the queued rows run at the next start."""
+    from app.services.jobs import Scheduler
+
+    db.settings.worker_poll = 0.2
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url)
+    with db.Session.begin() as s:
+        crawl, _ = schedule.queue_crawl(s, s.get(Source, src.id), "manual")  # queued, then the server "stopped"
+        cid = crawl.id
+    sched = Scheduler(db)
+    try:
+        def ran():
+            with db.Session() as s:
+                return s.get(Crawl, cid).status == "ok"
+        assert _wait(ran, 20)
+        assert len(server.requests) == 1
+    finally:
+        sched.stop.set()

@@ -172,3 +172,25 @@ def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
     finally:
         rx.stop()
         db.dispose()
+
+
+def test_jobs_wait_in_postgresql_for_a_worker(pg_settings, server, workers):
+    """A crawl queued while no worker runs (all stopped, restarting) is kept and run by the next one."""
+    from app.services.jobs import enqueue, queue_for
+
+    db = Database(pg_settings)
+    with db.Session.begin() as s:
+        src = add_source(s, "board", server.route("/b", board(500.0), content_type="application/json"), "json")
+        s.expunge(src)
+    crawl_id, _ = enqueue(db, src, "manual")
+    assert queue_for(db).jobs() == {crawl_id: "todo"}
+    time.sleep(1.0)
+    assert server.requests == []
+    workers()
+
+    def ran():
+        with db.Session() as s:
+            return s.get(Crawl, crawl_id).status == "ok"
+    assert _wait(ran, 60)
+    assert len(server.requests) == 1
+    db.dispose()

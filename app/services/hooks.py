@@ -167,6 +167,12 @@ def deliver(db: Database, delivery_id: int, *, final: bool = False) -> str:
 
 
 def _plain(obj):
-    from app.api.convention import utc_fields
+    """The event as JSON text would carry it: times in UTC with their offset (as the API writes them)."""
+    from datetime import datetime, timezone
 
-    return json.loads(json.dumps(utc_fields(obj), default=str))
+    def default(v):
+        if isinstance(v, datetime):
+            return (v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)).isoformat()
+        return str(v)
+
+    return json.loads(json.dumps(obj, default=default))
