@@ -516,3 +516,47 @@ def test_serve_requeues_crawls_its_memory_forgot(db, server):
         assert len(server.requests) == 1
     finally:
         sched.stop.set()
+
+
+def test_host_turns_are_spaced_and_jitter_is_bounded(backend_db):
+    import random as _random
+
+    db = backend_db
+    assert schedule.take_host_turn(db, "boards.example", now=T0, delay=2.0) == 0.0
+    assert schedule.take_host_turn(db, "boards.example", now=T0, delay=2.0) == 2.0
+    assert schedule.take_host_turn(db, "boards.example", now=T0, delay=2.0) == 4.0
+    assert schedule.take_host_turn(db, "other.example", now=T0, delay=2.0) == 0.0, "hosts are counted apart"
+    assert schedule.take_host_turn(db, "boards.example", now=T0 + timedelta(seconds=60), delay=2.0) == 0.0
+    rng = _random.Random(7)
+    spread = [schedule.jittered(3600, 0.1, rng).total_seconds() for _ in range(200)]
+    assert min(spread) >= 3240 and max(spread) <= 3960 and len(set(spread)) > 100
+    assert schedule.retry_after("120", T0) == 120.0
+    assert schedule.retry_after("Tue, 01 Dec 2026 12:05:00 GMT", T0) == 300.0
+    assert schedule.retry_after("soon", T0) is None
+
+
+def test_a_dead_writers_torn_series_is_repaired_by_another(settings, server):
+    """A worker killed while appending leaves a partial record at the end of its own series; the next
+    writer of another series (its worker gone: its slot is free) copies it aside and cuts it."""
+    from app.services import warcfiles
+    from app.services.capture import capture_urls
+    from tests.capture_helpers import ref_tool, run, warc_files
+
+    url = server.route("/p", "<html>page</html>")
+    one = Database(settings.model_copy(update={"warc_series": "w_gone_1"}))
+    assert capture_urls(one, [url])[0].ok
+    [dead] = [p for p in warc_files(settings) if p.name.startswith("caveat-w_gone_1-")]
+    whole = dead.stat().st_size
+    with open(dead, "ab") as f:
+        f.write(b"\x1f\x8b\x08\x00partial record cut by SIGKILL")
+    one.dispose()
+    warcfiles._TIDIED.clear()
+    two = Database(settings.model_copy(update={"warc_series": "w_alive_2"}))
+    assert capture_urls(two, [url])[0].ok
+    two.dispose()
+    assert dead.stat().st_size == whole
+    assert list(settings.warc_dir.glob(f"{dead.name}.*.torn"))
+    check = run([ref_tool("warcio"), "check", *map(str, warc_files(settings))])
+    assert check.returncode == 0, check.stdout + check.stderr
+    names = {p.name.split("-")[1] for p in warc_files(settings)}
+    assert names == {"w_gone_1", "w_alive_2"}, "each writer appended only to its own series"
