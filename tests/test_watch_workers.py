@@ -67,10 +67,10 @@ def _wait(pred, seconds: float = 60.0) -> bool:
 
 def test_two_workers_share_due_sources_and_crawl_each_once(pg_settings, server, workers):
     db = Database(pg_settings)
-    n = 12
+    n = 16
     with db.Session.begin() as s:
         for i in range(n):
-            url = server.route(f"/b{i}", board(100.0 + i), content_type="application/json", delay=0.3)
+            url = server.route(f"/b{i}", board(100.0 + i), content_type="application/json", delay=0.5)
             src = add_source(s, f"board{i}", url, "json")
             schedule.set_schedule(s, src, 3600, now=utcnow() - timedelta(seconds=5))
     a, b = workers(), workers()
