@@ -560,3 +560,23 @@ def test_a_dead_writers_torn_series_is_repaired_by_another(settings, server):
     assert check.returncode == 0, check.stdout + check.stderr
     names = {p.name.split("-")[1] for p in warc_files(settings)}
     assert names == {"w_gone_1", "w_alive_2"}, "each writer appended only to its own series"
+
+
+def test_crawl_now_never_runs_beside_a_running_crawl_and_takes_a_queued_one(backend_db, server):
+    from app.services.crawl import LEASE, owner_tag
+
+    db = backend_db
+    url = server.route("/b", board(500.0), content_type="application/json")
+    src = _source(db, url)
+    with db.Session.begin() as s:
+        crawl, _ = schedule.queue_crawl(s, s.get(Source, src.id), "manual")
+        queued_id = crawl.id
+    report = _crawl(db)  # `caveat crawl` runs the queued crawl itself
+    assert report.status == "ok" and report.crawl_id == queued_id
+    assert schedule.run_crawl(db, queued_id, src.id) is None, "its job, arriving later, finds it taken"
+    with db.Session.begin() as s:
+        s.add(Crawl(source_id=src.id, kind="crawl", status="running", owner=owner_tag(), trigger="schedule",
+                    lease_until=datetime.now(timezone.utc) + LEASE))
+    busy = _crawl(db)
+    assert busy.failed and "another process is crawling" in busy.error
+    assert len(server.requests) == 1

@@ -257,7 +257,7 @@ def run_crawl(db: Database, crawl_id: int | None, source_id: int, *, trigger: st
     row was interrupted and this is its retry). Returns the crawl's ``SourceReport``, or None when there was
     nothing to do (already done, source removed, another process runs it)."""
     from app.services import changes
-    from app.services.crawl import _alive_here, crawl_one, end_dead_crawls
+    from app.services.crawl import LEASE, _alive_here, crawl_one, end_dead_crawls, owner_tag
 
     now_fn = now or utcnow
     settings = db.settings
@@ -278,12 +278,27 @@ def run_crawl(db: Database, crawl_id: int | None, source_id: int, *, trigger: st
                 crawl.error = "the source was removed before its crawl started"
                 s.commit()
             return None
+        if crawl is None and crawl_id is None:  # crawl now, here (`caveat crawl`)
+            pending = pending_crawl(s, src.id)
+            if pending is not None and pending.status == "running" and _alive_here(pending.owner) is not False \
+                    and (_aware(pending.lease_until) or now_fn()) > now_fn():
+                return None  # a worker is crawling it right now: never two crawls of one source at once
+            if pending is not None and pending.status == "queued":
+                crawl = pending  # run the queued crawl here; its job will find it taken
         if crawl is None:
             crawl = Crawl(source_id=src.id, kind="crawl", status="queued", trigger=trigger if crawl_id is None
                           else "retry", queued_at=now_fn(), started_at=now_fn())
             s.add(crawl)
             s.commit()
         crawl_id = crawl.id
+        # take the row: of two processes given the same queued crawl, exactly one runs it
+        taken = s.execute(update(Crawl).where(Crawl.id == crawl_id, Crawl.status == "queued")
+                          .values(status="running", owner=owner_tag(), lease_until=now_fn() + LEASE,
+                                  started_at=now_fn()))
+        if taken.rowcount != 1:
+            s.rollback()
+            return None
+        s.commit()
         headers = _validators(s, src)
         s.expunge(src)
     host = host_of(src.url)
