@@ -401,6 +401,8 @@ def test_crawl_now_api_queues_returns_at_once_and_shows_progress(client, setting
     assert again["queued"] is False and again["crawl"]["id"] == body["crawl"]["id"], "one crawl, not two"
     assert client.post("/api/sources/nope/crawl", json={},
                        headers={"Authorization": f"Bearer {reviewer}"}).status_code == 404
+    during = client.get(body["status_url"]).json()["crawl"]  # the page takes 1 s to answer: still under way
+    assert during["status"] in ("queued", "running") and during["job_status"] in ("todo", "doing")
     assert _wait(lambda: client.get(body["status_url"]).json()["crawl"]["status"] == "ok", 30)
     done = client.get(body["status_url"]).json()["crawl"]
     assert done["entries_new"] == 1 and done["trigger"] == "manual"

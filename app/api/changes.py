@@ -168,8 +168,22 @@ def list_crawls(request: Request, source: str | None = Query(None),
     if status is not None:
         q, cq = q.where(Crawl.status == status), cq.where(Crawl.status == status)
     total = session.scalar(cq) or 0
-    rows = [crawl_json(c, n) for c, n in session.execute(q.order_by(Crawl.id.desc()).limit(limit).offset(offset))]
+    found = list(session.execute(q.order_by(Crawl.id.desc()).limit(limit).offset(offset)))
+    jobs = _job_states(request, [c for c, _ in found])
+    rows = [crawl_json(c, n, jobs.get(c.id)) for c, n in found]
     return page(request, "crawls", rows, total=total, limit=limit, offset=offset)
+
+
+def _job_states(request: Request, crawls: list[Crawl]) -> dict[int, str]:
+    """The queue's own state (todo, doing...) of the jobs of crawls still queued or running."""
+    if not any(c.status in ("queued", "running") for c in crawls):
+        return {}
+    from app.services.jobs import queue_for
+
+    try:
+        return queue_for(request.app.state.db).jobs()
+    except Exception:  # noqa: BLE001 - the crawl rows answer on their own
+        return {}
 
 
 @router.get("/api/crawls/{crawl_id}", response_model=CrawlOne, responses=ERRORS, summary="One crawl's progress")
@@ -178,7 +192,7 @@ def get_crawl(crawl_id: int, request: Request, session: Session = Depends(get_se
     if c is None:
         raise NotFound(f"No crawl {crawl_id}.")
     name = session.scalar(select(Source.name).where(Source.id == c.source_id))
-    return ok({"crawl": crawl_json(c, name)})
+    return ok({"crawl": crawl_json(c, name, _job_states(request, [c]).get(c.id))})
 
 
 @router.post("/api/sources/{name}/schedule", response_model=ScheduleAnswer, responses=AUTH_ERRORS,
