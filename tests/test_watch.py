@@ -582,3 +582,25 @@ def test_crawl_now_never_runs_beside_a_running_crawl_and_takes_a_queued_one(back
     busy = _crawl(db)
     assert busy.failed and "another process is crawling" in busy.error
     assert len(server.requests) == 1
+
+
+def test_cli_changes_and_hooks(cli, settings, server):
+    url = server.route("/b", board(500.0), content_type="application/json")
+    assert cli("source", "add", "board", url, "--kind", "json").exit_code == 0
+    assert cli("changes").exit_code == 1, "nothing yet: exit 1"
+    assert cli("crawl", "board").exit_code == 0
+    server.route("/b", board(350.0), content_type="application/json")
+    assert cli("crawl", "board").exit_code == 0
+    r = cli("changes")
+    assert r.exit_code == 0 and "headline_tps 500.0 -> 350.0" in r.output and "old: http://caveat.test/c/" in r.output
+    body = json.loads(cli("changes", "--json", "--kind", "changed").output)
+    assert body["ok"] and body["count"] == 1 and body["changes"][0]["changes"]["headline_tps"] == [500.0, 350.0]
+    assert cli("hook", "add", "http://127.0.0.1:9/h", "--secret", "short").exit_code == 1
+    r = cli("hook", "add", "ftp://127.0.0.1/h", "--secret", "s3cret-s3cret-s3cret")
+    assert r.exit_code == 1 and "error:" in r.output
+    added = json.loads(cli("hook", "add", "http://127.0.0.1:9/h", "--secret", "s3cret-s3cret-s3cret", "--json").output)
+    assert added["ok"] and "secret" not in json.dumps(added)
+    listed = json.loads(cli("hook", "list", "--json").output)
+    assert listed["count"] == 1 and "s3cret" not in json.dumps(listed)
+    assert cli("hook", "remove", str(added["hook"]["id"])).exit_code == 0
+    assert cli("hook", "list").exit_code == 1
