@@ -604,3 +604,23 @@ def test_cli_changes_and_hooks(cli, settings, server):
     assert listed["count"] == 1 and "s3cret" not in json.dumps(listed)
     assert cli("hook", "remove", str(added["hook"]["id"])).exit_code == 0
     assert cli("hook", "list").exit_code == 1
+
+
+def test_series_writers_cdxj_check_rebuilds_only_a_settled_gap(settings, server):
+    from app.services import warcfiles
+    from app.services.capture import capture_urls
+
+    db = Database(settings.model_copy(update={"warc_series": "w_check_1"}))
+    assert capture_urls(db, [server.route("/p", "<html>x</html>")])[0].ok
+    index = warcfiles.index_path(settings)
+    line = index.read_text()
+    index.write_text("")  # as if the writer had been killed between its commit and its merge
+    warcfiles.MERGED_UNCHECKED[str(settings.index_dir)] = 1
+    warcfiles._CHECKED.clear()
+    assert warcfiles.check_cdxj(db) is False, "a young row may still be merged by its writer"
+    assert index.read_text() == ""
+    warcfiles.MERGED_UNCHECKED[str(settings.index_dir)] = 1
+    warcfiles._CHECKED.clear()
+    assert warcfiles.check_cdxj(db, now=datetime.now(timezone.utc) + timedelta(seconds=300)) is True
+    assert index.read_text() == line
+    db.dispose()

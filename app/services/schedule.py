@@ -172,6 +172,11 @@ def host_of(url: str) -> str:
 def take_host_turn(db: Database, host: str, *, now: datetime | None = None, delay: float | None = None) -> float:
     """Reserve the next request slot for ``host`` across all workers; returns how long to wait for it."""
     delay = db.settings.host_delay if delay is None else delay
+    if delay <= 0:  # no spacing asked for: only a hold (Retry-After) counts, read without a lock
+        now_ = now or utcnow()
+        with db.Session() as s:
+            at = s.scalar(select(HostSlot.next_at).where(HostSlot.host == host))
+        return max(0.0, (_aware(at) - now_).total_seconds()) if at is not None else 0.0
     for _ in range(5):
         now_ = now or utcnow()
         with db.Session() as s:

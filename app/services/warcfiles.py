@@ -315,21 +315,38 @@ class WarcStore:
             return lines
 
 
-def check_cdxj(db: Database) -> bool:
-    """After a series writer's merges: rebuild the CDXJ file if its line count disagrees with the table
-    (a worker killed between its commit and its merge). Returns whether it was rebuilt."""
+CDXJ_SETTLE = 120  # seconds: a row committed longer ago than this and still not merged was left by a killed writer
+CDXJ_CHECK_EVERY = 10.0
+_CHECKED: dict[str, float] = {}
+
+
+def check_cdxj(db: Database, *, now: datetime | None = None) -> bool:
+    """After a series writer's merges: rebuild the CDXJ file if rows older than ``CDXJ_SETTLE`` seconds are
+    missing from it (a writer killed between its commit and its merge). Younger rows may be committed and
+    not yet merged by a writer at work, so they are not counted. Returns whether it was rebuilt."""
     key = str(db.settings.index_dir)
-    if not MERGED_UNCHECKED.pop(key, 0):
+    if not MERGED_UNCHECKED.get(key):
         return False
+    mono = time.monotonic()
+    if mono - _CHECKED.get(key, -1e9) < CDXJ_CHECK_EVERY:
+        return False
+    _CHECKED[key] = mono
+    MERGED_UNCHECKED.pop(key, None)
+    from datetime import timedelta
+
+    cutoff = ts14(ts17((now or datetime.now(timezone.utc)) - timedelta(seconds=CDXJ_SETTLE)))
     path = index_path(db.settings)
     with cdxj_lock(db.settings):
         with db.Session() as s:
-            total = s.scalar(select(func.count()).select_from(Snapshot))
+            settled = s.scalar(select(func.count()).select_from(Snapshot).where(Snapshot.timestamp < cutoff + "000"))
         lines = 0
         if path.exists():
-            with open(path, "rb") as f:
-                lines = sum(chunk.count(b"\n") for chunk in iter(lambda: f.read(1 << 20), b""))
-        if lines == total:
+            with open(path, encoding="utf-8") as f:
+                for line in f:
+                    parts = line.split(" ", 2)
+                    if len(parts) > 1 and not line.startswith("!") and parts[1] < cutoff:
+                        lines += 1
+        if lines == settled:
             return False
         rebuild_cdxj(db)
         return True
