@@ -164,4 +164,7 @@ def quotable_list(request: Request,
                   session: Session = Depends(get_session)) -> dict:
     rows, total = list_quotable(session, request.app.state.settings, model=model, hardware=hardware,
                                 engine=engine, q=q, limit=limit, offset=offset)
+    for row in rows:
+        if row.get("recipe_id"):
+            _served(request.app.state, row["recipe_id"])
     return page(request, "recipes", rows, total=total, limit=limit, offset=offset)
