@@ -80,6 +80,22 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="Address `caveat serve` binds to.")
     port: int = Field(8000, description="Port `caveat serve` binds to.")
+    # Watching the boards (issue 17): docs/watch.md
+    warc_series: str | None = Field(
+        None, description="Name of this process's own WARC file series (`caveat-<series>-<time>-<random>.warc.gz`, "
+        "its own lock). `caveat worker` picks a free one per machine itself. Default: the main series.")
+    host_delay: float = Field(1.0, description="Seconds between two requests to one host, across all workers.")
+    schedule_jitter: float = Field(
+        0.1, description="A scheduled re-crawl moves by up to this fraction of its interval, at random.")
+    retry_after_max: float = Field(
+        86400.0, description="Most seconds a 429/503 `Retry-After` (or the failure backoff) delays a source.")
+    hook_timeout: float = Field(10.0, description="Seconds a webhook receiver has to answer one delivery.")
+    hook_attempts: int = Field(8, description="Attempts per webhook delivery before it is logged as failed.")
+    hook_retry_wait: float = Field(
+        2.0, description="Seconds before the first retry of a failed webhook delivery; doubled at each attempt.")
+    worker_poll: float = Field(
+        5.0, description="Seconds between a worker's looks for due sources and stalled jobs (its queue is "
+        "also woken by PostgreSQL LISTEN/NOTIFY).")
 
     @property
     def warc_dir(self) -> Path:

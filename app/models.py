@@ -91,6 +91,15 @@ class Source(Base):
     last_status: Mapped[str | None] = mapped_column(String(16))  # ok|warnings|empty|failed
     last_error: Mapped[str | None] = mapped_column(Text)
     last_warnings: Mapped[list | None] = mapped_column(JSON)
+    # Watching (issue 17, app/services/schedule.py): re-crawl every N seconds; validators for conditional requests.
+    every_seconds: Mapped[int | None] = mapped_column(Integer)
+    next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    etag: Mapped[str | None] = mapped_column(Text)
+    last_modified: Mapped[str | None] = mapped_column(Text)
+    failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    vanished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (Index("ix_sources_due", "next_crawl_at"),)
 
 
 class Crawl(Base):
@@ -110,6 +119,12 @@ class Crawl(Base):
     error: Mapped[str | None] = mapped_column(Text)
     owner: Mapped[str | None] = mapped_column(String(200))  # "host:pid" of the process running it
     lease_until: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # renewed while it runs
+    queued_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))  # status "queued" until a worker takes it
+    job_id: Mapped[int | None] = mapped_column(BigInteger)  # the procrastinate job running it
+    trigger: Mapped[str | None] = mapped_column(String(16))  # schedule|manual|cli
+    conditional: Mapped[str | None] = mapped_column(String(16))  # not-modified when the server answered 304
+
+    __table_args__ = (Index("ix_crawls_source_status", "source_id", "status"),)
 
 
 class Recipe(Base):
@@ -333,3 +348,93 @@ class Measurement(Base):
 
     __table_args__ = (Index("ix_measurements_recipe", "recipe_id"),
                       Index("ix_measurements_citation", "citation_id", unique=True))
+
+
+class HostSlot(Base):
+    """Per-host politeness shared by every worker: the earliest time the next request to ``host`` may start."""
+
+    __tablename__ = "host_slots"
+
+    host: Mapped[str] = mapped_column(String(255), primary_key=True)
+    next_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
+
+
+class ChangeEvent(Base):
+    """What a crawl found different (app/services/changes.py): an entry's figures, flags or quotable answer
+    changed, or an entry or the whole page vanished (or came back). Append-only."""
+
+    __tablename__ = "change_events"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)  # changed|vanished|returned
+    scope: Mapped[str] = mapped_column(String(8), nullable=False)  # entry|page
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("sources.id", ondelete="SET NULL"))
+    entry_id: Mapped[int | None] = mapped_column(ForeignKey("entries.id", ondelete="SET NULL"))
+    recipe_id: Mapped[str | None] = mapped_column(String(40))
+    crawl_id: Mapped[int | None] = mapped_column(Integer)
+    old_snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    new_snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    old: Mapped[dict | None] = mapped_column(JSON)
+    new: Mapped[dict | None] = mapped_column(JSON)
+    changes: Mapped[dict | None] = mapped_column(JSON)  # name -> [old, new]
+    detail: Mapped[str | None] = mapped_column(Text)
+    cited: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (
+        Index("ix_change_events_created", "created_at", "id"),
+        Index("ix_change_events_source", "source_id", "id"),
+        Index("ix_change_events_entry", "entry_id", "id"),
+        Index("ix_change_events_recipe", "recipe_id", "id"),
+    )
+
+
+class CitedMark(Base):
+    """Someone relied on this: a citation made through POST /api/citations (per entry), or a quotable
+    answer served for a recipe. Change events on them are marked ``cited``."""
+
+    __tablename__ = "cited_marks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    how: Mapped[str] = mapped_column(String(16), nullable=False)  # citation|quotable
+    entry_id: Mapped[int | None] = mapped_column(ForeignKey("entries.id", ondelete="CASCADE"))
+    recipe_id: Mapped[str | None] = mapped_column(String(40))
+    snapshot_id: Mapped[int | None] = mapped_column(ForeignKey("snapshots.id"))
+    first_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    last_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (UniqueConstraint("how", "entry_id", "recipe_id", name="uq_cited_marks"),
+                      Index("ix_cited_marks_recipe", "recipe_id"))
+
+
+class Hook(Base):
+    """A webhook: every change event is POSTed to ``url``, signed with HMAC-SHA256 of ``secret``."""
+
+    __tablename__ = "hooks"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    url: Mapped[str] = mapped_column(Text, nullable=False)
+    secret: Mapped[str] = mapped_column(Text, nullable=False)
+    cited_only: Mapped[bool] = mapped_column(Boolean, default=False, server_default="0", nullable=False)
+    active: Mapped[bool] = mapped_column(Boolean, default=True, server_default="1", nullable=False)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+
+class HookDelivery(Base):
+    """The delivery log: one row per (hook, event), its attempts and their outcomes."""
+
+    __tablename__ = "hook_deliveries"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    hook_id: Mapped[int] = mapped_column(ForeignKey("hooks.id", ondelete="CASCADE"), nullable=False)
+    event_id: Mapped[int] = mapped_column(ForeignKey("change_events.id", ondelete="CASCADE"), nullable=False)
+    status: Mapped[str] = mapped_column(String(16), nullable=False)  # pending|delivered|failed
+    attempts: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
+    last_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    log: Mapped[list | None] = mapped_column(JSON)  # [{at, code, error, seconds}]
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+    delivered_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+
+    __table_args__ = (UniqueConstraint("hook_id", "event_id", name="uq_hook_deliveries"),
+                      Index("ix_hook_deliveries_status", "status", "id"))

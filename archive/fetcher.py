@@ -203,13 +203,15 @@ class Fetcher:
     def close(self) -> None:
         self.transport.close()
 
-    def fetch(self, url: str) -> list[Hop]:
-        """Fetch ``url`` and every redirect after it; on error, close what was fetched and raise."""
+    def fetch(self, url: str, headers: list[tuple[str, str]] | None = None) -> list[Hop]:
+        """Fetch ``url`` and every redirect after it; on error, close what was fetched and raise.
+        ``headers`` (e.g. ``If-None-Match``/``If-Modified-Since`` of a conditional re-crawl) go with
+        the first request only, never to a redirect's target."""
         hops: list[Hop] = []
         current = url
         try:
             while True:
-                hop = self._fetch_one(current)
+                hop = self._fetch_one(current, headers if not hops else None)
                 hops.append(hop)
                 if not hop.location:
                     return hops
@@ -267,13 +269,14 @@ class Fetcher:
             raise
         return (spool if spool is not None else io.BytesIO(b"".join(chunks))), size, digest.digest()
 
-    def _fetch_one(self, url: str) -> Hop:
+    def _fetch_one(self, url: str, extra: list[tuple[str, str]] | None = None) -> Hop:
         self._check_url(url)
         lim = self.limits
         started = datetime.now(timezone.utc)
         deadline = time.monotonic() + lim.time_limit
         try:
-            req = httpx.Request("GET", url, headers=self.headers, extensions={"timeout": self.timeout})
+            req = httpx.Request("GET", url, headers=self.headers + list(extra or []),
+                                extensions={"timeout": self.timeout})
             r = self.transport.handle_request(req)
             try:
                 addr = _peer_address(r)  # now: a connection-close response has no socket after the body

@@ -65,17 +65,17 @@ class Preparer:
     def close(self) -> None:
         self.fetcher.close()
 
-    def __call__(self, url: str) -> tuple[list[FetchedHop] | None, str | None]:
+    def __call__(self, url: str, headers: list[tuple[str, str]] | None = None) -> tuple[list[FetchedHop] | None, str | None]:
         try:
-            return self._prepare(url), None
+            return self._prepare(url, headers), None
         except FetchError as exc:
             return None, exc.message
         except Exception as exc:  # noqa: BLE001 - one bad URL must not stop the others
             log.exception("unexpected error fetching %s", url)
             return None, f"unexpected error: {type(exc).__name__}: {exc}"
 
-    def _prepare(self, url: str) -> list[FetchedHop]:
-        hops = self.fetcher.fetch(url)
+    def _prepare(self, url: str, headers: list[tuple[str, str]] | None = None) -> list[FetchedHop]:
+        hops = self.fetcher.fetch(url, headers)
         out: list[FetchedHop] = []
         try:
             for hop in hops:
@@ -121,8 +121,8 @@ class ThreadStage:
         self.pool = ThreadPoolExecutor(max(1, threads), thread_name_prefix="caveat-fetch")
         self.futures: dict = {}
 
-    def submit(self, i: int, url: str) -> None:
-        self.futures[self.pool.submit(self.preparer, url)] = i
+    def submit(self, i: int, url: str, headers: list[tuple[str, str]] | None = None) -> None:
+        self.futures[self.pool.submit(self.preparer, url, headers)] = i
 
     def done(self, timeout: float | None) -> list[tuple[int, Result]]:
         finished, _ = wait(list(self.futures), timeout=timeout, return_when=FIRST_COMPLETED)

@@ -19,7 +19,7 @@ PAGE = b"<html><body><table><tr><td>GLM-5.3-Flash</td><td>373 to 391</td></tr></
 UTC = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?\+00:00$")
 VOLATILE = {"/api/snapshots/{citation_id}"}  # fixity is checked on each read (docs/api.md)
 UNKNOWN = {"entry_id": "999999", "recipe_id": "r-000000000000", "citation_id": "ZZZZ-ZZZZ",
-           "measurement_id": "999999", "flag_id": "999999"}
+           "measurement_id": "999999", "flag_id": "999999", "event_id": "999999", "crawl_id": "999999"}
 
 
 @pytest.fixture
@@ -40,7 +40,25 @@ def seeded(app, server):
         decisions.decide(s, user, flag.id, "confirm", "checked the page", settings=db.settings)
         ids = {"entry_id": str(summary.entry_ids[0]), "recipe_id": rid, "citation_id": snap.citation_id,
                "measurement_id": str(m["id"]), "flag_id": str(flag.id)}
+        ids.update(_watch_rows(s, snapshot))
     return ids, url
+
+
+def _watch_rows(s, snapshot) -> dict:
+    """A crawl and a change event (issue 17's /api/crawls/{crawl_id}, /api/changes/{event_id})."""
+    from app.models import ChangeEvent, Crawl
+    from app.services.sources import add_source
+
+    src = add_source(s, "watched-board", snapshot.url, "html")
+    crawl = Crawl(source_id=src.id, kind="crawl", status="ok", trigger="cli")
+    s.add(crawl)
+    s.flush()
+    ev = ChangeEvent(kind="changed", scope="entry", source_id=src.id, crawl_id=crawl.id, old_snapshot_id=snapshot.id,
+                     new_snapshot_id=snapshot.id, old={"figures": {"headline_tps": 1.0}},
+                     new={"figures": {"headline_tps": 2.0}}, changes={"headline_tps": [1.0, 2.0]}, cited=False)
+    s.add(ev)
+    s.flush()
+    return {"crawl_id": str(crawl.id), "event_id": str(ev.id)}
 
 
 def _gets(client) -> list[tuple[str, dict]]:
@@ -80,7 +98,7 @@ def test_openapi_document_is_served_at_both_addresses_without_fastapi_422(client
     for op in ops:
         assert "422" not in op["responses"]
         assert op["responses"]["400"]["content"]["application/json"]["schema"]["$ref"].endswith("/ErrorBody")
-        ok = op["responses"].get("200") or op["responses"].get("201")
+        ok = op["responses"].get("200") or op["responses"].get("201") or op["responses"].get("202")
         assert ok["content"]["application/json"]["schema"].get("$ref"), op["operationId"]  # typed, not {}
 
 

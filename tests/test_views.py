@@ -296,6 +296,12 @@ def test_sources_page_and_authenticated_crawl_now(client, app, server):
                                             "csrf_token": form.select_one("input[name=csrf_token]")["value"]},
                     follow_redirects=False)
     assert r.status_code == 303 and "crawled=tiny-board" in r.headers["location"]
+    # crawl now is queued and answered at once (issue 17); the in-process queue runs it
+    import time
+
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and client.get("/sources.json").json()["sources"][0]["last_status"] is None:
+        time.sleep(0.1)
     assert len(server.requests) == 1
     data = client.get("/sources.json").json()["sources"][0]
     assert data["last_status"] in ("ok", "warnings") and data["entries"] == 1 and data["snapshots"] == 1

@@ -35,8 +35,19 @@ def create_citation(body: CitationRequest, request: Request, session: Session = 
     else:
         raise BadRequest('name the snapshot: {"snapshot": "ABCD-EFGH", "q": "text"} or {"url": "https://...", "q": ...}')
     if body.q:
-        return quote_body(citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix))
+        answer = quote_body(citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix))
+        _mark_cited(session, cid)
+        return answer
     snap = citations.lookup(session, cid)
+    _mark_cited(session, snap.citation_id)
     data = snapshot_body(citations.snapshot_json(settings, snap))
     return ok({"id": snap.citation_id, "url": data["url"], "citation": data["citation_url"],
                "citation_url": data["citation_url"], "quote": None, "snapshot": data})
+
+
+def _mark_cited(session: Session, citation_id: str) -> None:
+    """Change events on the entries of a cited snapshot are marked ``cited`` (issue 17)."""
+    from app.services.changes import mark_citation
+
+    mark_citation(session, citation_id)
+    session.commit()

@@ -104,12 +104,24 @@ class QuotableFastPath:
             if m:
                 raw = await self.read(m.group(1))
                 if raw is not None:
+                    _served(self.state, m.group(1))
                     body = envelope(raw)
                     await send({"type": "http.response.start", "status": 200, "headers": [
                         (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
                     await send({"type": "http.response.body", "body": body})
                     return
         await self.app(scope, receive, send)
+
+
+def _served(state, recipe_id: str) -> None:
+    """A quotable answer was served: its recipe counts as cited for change events (issue 17). Only a set
+    is touched here; a background thread writes the marks."""
+    marks = getattr(state, "quotable_marks", None)
+    if marks is None:
+        from app.services.changes import QuotableMarks
+
+        marks = state.quotable_marks = QuotableMarks(state.db)
+    marks.note(recipe_id)
 
 
 def install(app) -> None:
@@ -133,8 +145,11 @@ def _slow(request: Request, recipe_id: str) -> dict:
 async def recipe_quotable(recipe_id: str, request: Request):
     raw = await run_in_threadpool(_cached, request, recipe_id)
     if raw is not None:
+        _served(request.app.state, recipe_id)
         return Response(content=envelope(raw), media_type="application/json")
-    return await run_in_threadpool(_slow, request, recipe_id)
+    answer = await run_in_threadpool(_slow, request, recipe_id)
+    _served(request.app.state, recipe_id)
+    return answer
 
 
 @router.get("/api/quotable", response_model=QuotableList, responses=ERRORS,
@@ -149,4 +164,7 @@ def quotable_list(request: Request,
                   session: Session = Depends(get_session)) -> dict:
     rows, total = list_quotable(session, request.app.state.settings, model=model, hardware=hardware,
                                 engine=engine, q=q, limit=limit, offset=offset)
+    for row in rows:
+        if row.get("recipe_id"):
+            _served(request.app.state, row["recipe_id"])
     return page(request, "recipes", rows, total=total, limit=limit, offset=offset)

@@ -72,6 +72,7 @@ def _register() -> None:
     from app.cli import demo  # noqa: F401
     from app.cli import access  # noqa: F401
     from app.cli import measure  # noqa: F401
+    from app.cli import watch  # noqa: F401
 
 
 _register()

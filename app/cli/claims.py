@@ -30,18 +30,26 @@ def source() -> None:
 @click.option("--kind", type=click.Choice(KINDS, case_sensitive=False), default=None,
               help="How to parse the page. Left out: guessed at the first crawl from the content type and "
                    "the content, and the guess is reported.")
+@click.option("--every", default=None, metavar="INTERVAL",
+              help="Re-crawl on a schedule: 30m, 6h, 1d, 1h30m (workers or `caveat serve` run it; docs/watch.md).")
 @click.pass_obj
-def source_add(obj: CliContext, name: str, url: str, kind: str | None) -> None:
+def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
 
     \b
     Example:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
     """
+    from app.services.schedule import format_every, parse_every, set_schedule
+
+    seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
         src = add_source(s, name, url, kind)
+        if seconds is not None:
+            set_schedule(s, src, seconds)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
-        click.echo(f"added source {src.name}: {src.url} ({how})")
+        when = f", every {format_every(seconds)}" if seconds else ""
+        click.echo(f"added source {src.name}: {src.url} ({how}{when})")
 
 
 @source.command("list")
@@ -204,7 +212,7 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
         raise NotFound("No sources to crawl: `caveat source add NAME URL` adds one.")
     sources, skipped = _unreachable(obj, sources)
     display = _Display(len(sources), "crawl")
-    reports = [crawl_service.crawl_one(db, obj.settings, src, display) for src in sources]
+    reports = [crawl_service.crawl_now(db, obj.settings, src, display) for src in sources]
     if as_json:
         emit({"count": len(reports), "reports": [report_json(r) for r in reports], "skipped": skipped},
              ok=not (any(r.failed for r in reports) or skipped))

@@ -132,7 +132,13 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     else:
         from app.main import create_app
 
-        server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning"))
+        application = create_app(settings)
+        if application.state.db.engine.dialect.name == "sqlite":  # due crawls run in-process (issue 17)
+            from app.services.jobs import Scheduler
+
+            application.state.scheduler = Scheduler(application.state.db)
+            click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
+        server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
         server.run(sockets=[sock])
 
 

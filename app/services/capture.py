@@ -94,14 +94,16 @@ def _fetch_stage(settings, n_urls: int, workers: int, processes: int):
 def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                  progress: Callable[[CaptureResult], None] | None = None,
                  notice: Callable[[str], None] | None = None, workers: int = WORKERS,
-                 processes: int | None = None, source_info: bytes | None = None) -> list[CaptureResult]:
+                 processes: int | None = None, source_info: bytes | None = None,
+                 request_headers: dict[str, list[tuple[str, str]]] | None = None) -> list[CaptureResult]:
     """Capture each URL; returns one result per URL, in order. ``progress(result)`` is called as
     each URL's rows commit; ``notice(message)`` hears about repairs (a torn tail truncated).
     ``workers`` fetches run at once in threads, or ``processes`` worker processes fetch and compress,
     one URL at a time each (default: :func:`default_processes`; 0 fetches in threads).
     ``source_info``: the block of a ``metadata`` record written beside each final response, naming the
     source it was crawled for (``app.services.reindex.source_metadata``), so the WARC files alone
-    can rebuild the sources."""
+    can rebuild the sources. ``request_headers``: extra headers per URL for its first request (a
+    conditional re-crawl's validators); such a capture fetches in threads."""
     if not urls:
         return []
     results: list[CaptureResult | None] = [None] * len(urls)
@@ -116,6 +118,8 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
         return results
     if processes is None:
         processes = default_processes(db.settings, len(pending), workers)
+    if request_headers:
+        processes = 0
     with WarcStore(db, notice=notice) as store:
         spool = spool_dir(db.settings)
         _empty_spool(spool)
@@ -127,7 +131,10 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
             batch_started = 0.0
             while next_i < len(pending) or in_flight:
                 while next_i < len(pending) and in_flight < stage.capacity:
-                    stage.submit(pending[next_i], urls[pending[next_i]])
+                    if request_headers:
+                        stage.submit(pending[next_i], urls[pending[next_i]], request_headers.get(urls[pending[next_i]]))
+                    else:
+                        stage.submit(pending[next_i], urls[pending[next_i]])
                     next_i += 1
                     in_flight += 1
                 # One fsync per batch: a partial batch waits at most BATCH_WAIT for slow fetches.

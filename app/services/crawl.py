@@ -53,6 +53,10 @@ class SourceReport:
     snapshots: int = 0
     error: str | None = None
     summary: StoreSummary = field(default_factory=StoreSummary)
+    crawl_id: int | None = None
+    http_status: int | None = None
+    not_modified: bool = False
+    capture_error: str | None = None
 
     @property
     def failed(self) -> bool:
@@ -211,6 +215,8 @@ def _finish(db: Database, source_id: int, crawl_id: int, report: SourceReport, s
         crawl.snapshot_id = snapshot_id
         crawl.entries_new, crawl.entries_changed, crawl.entries_unchanged = s.new, s.changed, s.unchanged
         crawl.warnings = s.warnings[:MAX_KEPT_WARNINGS] or None
+        if getattr(report, "not_modified", False):
+            crawl.conditional = "not-modified"
         src = session.get(Source, source_id)
         src.last_crawl_at, src.last_status, src.last_error = utcnow(), report.status, report.error
         src.last_warnings = s.warnings[:MAX_KEPT_WARNINGS] or None
@@ -265,9 +271,14 @@ def _renew(db: Database, crawl_id: int) -> None:
         session.execute(update(Crawl).where(Crawl.id == crawl_id).values(lease_until=utcnow() + LEASE))
 
 
-def _start(db: Database, source: Source, kind: str) -> int:
+def _start(db: Database, source: Source, kind: str, crawl_id: int | None = None) -> int:
     end_dead_crawls(db)
     with db.session() as session:
+        if crawl_id is not None:  # a queued crawl (app/services/jobs.py) taken by this process
+            crawl = session.get(Crawl, crawl_id)
+            crawl.status, crawl.owner, crawl.started_at = "running", owner_tag(), utcnow()
+            crawl.lease_until = utcnow() + LEASE
+            return crawl.id
         crawl = Crawl(source_id=source.id, kind=kind, status="running", owner=owner_tag(),
                       lease_until=utcnow() + LEASE)
         session.add(crawl)
@@ -275,21 +286,31 @@ def _start(db: Database, source: Source, kind: str) -> int:
         return crawl.id
 
 
-def crawl_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop) -> SourceReport:
+def crawl_one(db: Database, settings: Settings, source: Source, progress: Progress = _noop, *,
+              crawl_id: int | None = None, request_headers: list[tuple[str, str]] | None = None) -> SourceReport:
+    """Crawl one source. ``crawl_id``: a queued crawl row to run (else one is made); ``request_headers``:
+    conditional-request validators; a 304 answer is archived and counts as unchanged (nothing parsed)."""
     report = SourceReport(source.name, source.url, kind=source.kind)
-    crawl_id = _start(db, source, "crawl")
+    crawl_id = _start(db, source, "crawl", crawl_id)
+    report.crawl_id = crawl_id
     snapshot_id = None
     try:
         progress("capture", report)
         result = capture_urls(db, [source.url], source_id=source.id,
-                              source_info=source_metadata(source.name, source.url, source.kind))[0]
+                              source_info=source_metadata(source.name, source.url, source.kind),
+                              request_headers={source.url: request_headers} if request_headers else None)[0]
         snap = result.snapshot
         snapshot_id = snap.id if snap is not None else None
         report.snapshot = snap.citation_id if snap is not None else None
         if result.error or snap is None:
+            report.capture_error = result.error or "nothing archived"
             report.status, report.error = "failed", f"capture failed: {result.error or 'nothing archived'}"
             return report
         status = result.status or snap.status
+        report.http_status = status
+        if status == 304 and request_headers:
+            report.not_modified = True  # the page is unchanged since the last crawl: entries stay as they are
+            return report
         if status is not None and status >= 400:
             report.status = "failed"
             report.error = (f"the server answered HTTP {status}; the response is archived as {snap.citation_id} "
@@ -357,7 +378,21 @@ def select_sources(db: Database, names: list[str] | None) -> list[Source]:
 
 def crawl(db: Database, settings: Settings, names: list[str] | None = None,
           progress: Progress = _noop) -> list[SourceReport]:
-    return [crawl_one(db, settings, src, progress) for src in select_sources(db, names)]
+    """Crawl the sources now, one after another, through the same run as a queued crawl
+    (``schedule.run_crawl``: conditional requests, change events, the next scheduled time), without
+    waiting for the host's turn: the user asked for it now."""
+    return [crawl_now(db, settings, src, progress) for src in select_sources(db, names)]
+
+
+def crawl_now(db: Database, settings: Settings, src: Source, progress: Progress = _noop) -> SourceReport:
+    """One source crawled now in this process (see :func:`crawl`)."""
+    from app.services.schedule import run_crawl
+
+    report = run_crawl(db, None, src.id, trigger="cli", progress=progress, polite=False)
+    if report is None:  # another process is crawling it right now
+        report = SourceReport(src.name, src.url, kind=src.kind, status="failed",
+                              error="another process is crawling this source right now; try again when it ends")
+    return report
 
 
 def _archived(session: Session, source_id: int) -> list[Snapshot]:

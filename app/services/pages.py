@@ -241,6 +241,7 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
         "chart": ladder_chart(recipe["ladder"], quotable.get("steady_state") or (top or {}).get("steady_state"),
                               highlight=top["id"] if top else None),
         "measurements": _measurements_of(session, settings, recipe_id),
+        "changes": _recipe_changes(session, settings, recipe_id),
     }
 
 
@@ -249,3 +250,13 @@ def _measurements_of(session: Session, settings: Settings, recipe_id: str) -> li
     from app.services.measurements import list_for_recipe
 
     return list_for_recipe(session, recipe_id, settings)
+
+
+def _recipe_changes(session: Session, settings: Settings, recipe_id: str) -> list[dict]:
+    """The recipe's history of change events (issue 17), newest first, with both citations."""
+    from app.services.changes import list_changes, title
+
+    rows, _ = list_changes(session, settings, recipe_id=recipe_id, limit=20)
+    for ev in rows:
+        ev["title"] = title(ev)
+    return rows

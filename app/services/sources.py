@@ -102,4 +102,11 @@ def source_json(session: Session, src: Source) -> dict:
         "last_warnings": src.last_warnings or [],
         "entries": entries or 0,
         "snapshots": snapshots or 0,
+        "schedule": _schedule(src),
     }
+
+
+def _schedule(src: Source) -> dict:
+    from app.services.schedule import schedule_json  # issue 17
+
+    return schedule_json(src)

@@ -153,7 +153,36 @@ def read_entries(d: Path) -> list[dict]:
 SIGN_EVERY = 1.0   # seconds: a busy capture signs a tree head at most this often, and once at its end
 
 
+class _LogLock:
+    """Several WARC series (one per worker, issue 17) append to the one log: one appender at a time."""
+
+    def __init__(self, settings: Settings):
+        self.d = log_dir(settings)
+
+    def __enter__(self):
+        import fcntl
+
+        self.d.mkdir(parents=True, exist_ok=True)
+        self.f = open(self.d / ".append.lock", "a+")
+        fcntl.flock(self.f.fileno(), fcntl.LOCK_EX)
+        return self
+
+    def __exit__(self, *exc):
+        import fcntl
+
+        fcntl.flock(self.f.fileno(), fcntl.LOCK_UN)
+        self.f.close()
+
+
 def append_written(settings: Settings, warc_file: str, written, *, sign: bool | None = None) -> dict | None:
+    written = list(written)
+    if not written:
+        return None
+    with _LogLock(settings):
+        return _append_written(settings, warc_file, written, sign=sign)
+
+
+def _append_written(settings: Settings, warc_file: str, written, *, sign: bool | None = None) -> dict | None:
     """Log records just written to ``warc_file`` (``archive.warcwriter.Written`` items) and sign a new
     tree head (``sign=None``: unless one was signed less than ``SIGN_EVERY`` seconds ago; the capture
     calls :func:`sign_latest` when it ends). Returns the tree head signed, if any."""
@@ -224,6 +253,11 @@ def sign_latest(settings: Settings) -> dict | None:
     d = log_dir(settings)
     if not (d / "leaves").exists():
         return None
+    with _LogLock(settings):
+        return _sign_latest(settings, d)
+
+
+def _sign_latest(settings: Settings, d: Path) -> dict | None:
     frontier = _state(d)
     sth = latest_tree_head(settings)
     if sth is not None and sth.get("tree_size") == frontier.size:

@@ -12,7 +12,6 @@ from starlette.concurrency import run_in_threadpool
 from app.main import get_session
 from app.models import User
 from app.services import auth
-from app.services.crawl import crawl_one
 from app.services.pages import sources_page
 from app.services.sources import get_source
 from app.views.rendering import redirect, render
@@ -38,7 +37,10 @@ async def crawl_now(request: Request, session: Session = Depends(get_session),
     form = await request.form()
     auth.check_csrf(request, form.get("csrf_token"))
     src = get_source(session, str(form.get("name") or ""))
-    session.commit()  # release the request's read transaction before the crawl writes (SQLite)
-    # the crawl fetches and writes: run it off the event loop so other pages keep being served
-    report = await run_in_threadpool(crawl_one, request.app.state.db, request.app.state.settings, src)
-    return redirect(f"/sources?crawled={quote(src.name)}&status={quote(report.status)}#source-{src.id}")
+    session.commit()  # release the request's read transaction before the crawl row is written (SQLite)
+    from app.services.jobs import enqueue
+
+    # queued, answered at once (issue 17): the job queue runs it; the page shows its progress
+    _, new = await run_in_threadpool(enqueue, request.app.state.db, src, "manual")
+    status = "queued" if new else "already queued or running"
+    return redirect(f"/sources?crawled={quote(src.name)}&status={quote(status)}#source-{src.id}")
