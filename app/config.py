@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app import __version__
@@ -102,6 +102,14 @@ class Settings(BaseSettings):
     )
     host: str = Field("127.0.0.1", description="Address `caveat serve` binds to.")
     port: int = Field(8000, description="Port `caveat serve` binds to.")
+
+    @field_validator("allow_private_hosts")
+    @classmethod
+    def _hosts_parse(cls, value: str) -> str:
+        from archive.fetcher import parse_allowed_hosts
+
+        parse_allowed_hosts(value)  # a bad entry is an error at start-up, not at the first fetch
+        return value
 
     @property
     def warc_dir(self) -> Path:

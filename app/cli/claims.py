@@ -30,8 +30,10 @@ def source() -> None:
 @click.option("--kind", type=click.Choice(KINDS, case_sensitive=False), default=None,
               help="How to parse the page. Left out: guessed at the first crawl from the content type and "
                    "the content, and the guess is reported.")
+@click.option("--browser", is_flag=True, help="Crawl it with Chromium (a JavaScript-rendered page): the rendered "
+              "DOM is parsed and cited.")
 @click.pass_obj
-def source_add(obj: CliContext, name: str, url: str, kind: str | None) -> None:
+def source_add(obj: CliContext, name: str, url: str, kind: str | None, browser: bool = False) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
 
     \b
@@ -39,8 +41,9 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None) -> None:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
     """
     with obj.session() as s:
-        src = add_source(s, name, url, kind)
+        src = add_source(s, name, url, kind, browser=browser)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
+        how += ", captured with the browser" if src.browser else ""
         click.echo(f"added source {src.name}: {src.url} ({how})")
 
 
@@ -160,6 +163,15 @@ def _on_this_machine(url: str) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
 
 
+def _listed(url: str, allowed) -> bool:
+    """Whether the URL's host:port is on CAVEAT_ALLOW_PRIVATE_HOSTS."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return ((parts.hostname or "").lower(), port) in allowed
+
+
 def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     """Sources the crawler would refuse (addresses on this machine, private addresses off): skipped with
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
@@ -169,8 +181,11 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
 
     demo_names = {d["name"] for d in demo_sources()}
     keep, skipped = [], []
+    from archive.fetcher import parse_allowed_hosts
+
+    allowed = parse_allowed_hosts(getattr(obj.settings, "allow_private_hosts", ""))
     for src in sources:
-        if not _on_this_machine(src.url):
+        if not _on_this_machine(src.url) or _listed(src.url, allowed):
             keep.append(src)
         elif src.name in demo_names:
             skipped.append(f"{src.name}: skipped, {src.url} is the demo's sample server, which runs only while "

@@ -208,8 +208,13 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
     snapshot_id = None
     try:
         progress("capture", report)
-        result = capture_urls(db, [source.url], source_id=source.id,
-                              source_info=source_metadata(source.name, source.url, source.kind))[0]
+        info = source_metadata(source.name, source.url, source.kind)
+        if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
+            from app.services.browser_capture import capture_browser_urls
+
+            result = capture_browser_urls(db, [source.url], source_id=source.id, source_info=info)[0]
+        else:
+            result = capture_urls(db, [source.url], source_id=source.id, source_info=info)[0]
         snap = result.snapshot
         snapshot_id = snap.id if snap is not None else None
         report.snapshot = snap.citation_id if snap is not None else None
