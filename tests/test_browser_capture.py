@@ -1,0 +1,307 @@
+"""Browser captures (issue 16): a real Chromium whose every request goes through Caveat's guarded
+fetcher, on a fixture site on 127.0.0.1. The WARC files are judged by warcio check, gzip -t and
+cdxj-indexer; entries are parsed from the rendered table and cited inside the rendered page."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import uuid
+from pathlib import Path
+
+import pytest
+from bs4 import BeautifulSoup
+from sqlalchemy import func, select
+
+from app.db import Database
+from app.models import Entry, Snapshot
+from app.services.browser_capture import capture_browser_urls, page_records
+from app.services.snapshots import load_record
+from tests.browser_site import Site, png_header, red_pixels, wait_for
+from tests.capture_helpers import CLI, cli_env, ref_tool, run, warc_files
+
+CHROMIUM = os.environ.get("CAVEAT_CHROMIUM", "/usr/bin/chromium")
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not Path(CHROMIUM).exists(), reason=f"{CHROMIUM} not found (make system-packages)")]
+
+
+@pytest.fixture
+def site():
+    s = Site()
+    yield s
+    s.stop()
+
+
+def guarded(settings, site, **more):
+    """Settings that refuse internal addresses except the site's two allowed origins."""
+    values = dict(allow_private_addresses=False, allow_private_hosts=site.allow, browser_executable=CHROMIUM,
+                  browser_settle=0.2)
+    values.update(more)
+    return settings.model_copy(update=values)
+
+
+def rows(db) -> int:
+    with db.Session() as s:
+        return s.scalar(select(func.count()).select_from(Snapshot))
+
+
+def test_the_allow_list_lets_exactly_its_host_port_entries_through(settings, site):
+    from archive.fetcher import FetchError, Fetcher, Limits, parse_allowed_hosts
+
+    allowed = parse_allowed_hosts(site.allow)
+    f = Fetcher(Limits(allow_hosts=allowed))
+    try:
+        assert f.fetch(site.url("/style.css"))[0].status == 200
+        with pytest.raises(FetchError) as exc:  # same host, another port
+            f.fetch(site.forbidden.url("/collect"))
+        assert exc.value.kind == "address" and "CAVEAT_ALLOW_PRIVATE_HOSTS" in exc.value.message
+        with pytest.raises(FetchError):  # same port, named differently is not the entry either way round
+            Fetcher(Limits(allow_hosts=parse_allowed_hosts(f"10.0.0.1:{site.main.port}"))).fetch(site.url("/style.css"))
+    finally:
+        f.close()
+    assert site.paths(site.forbidden) == []
+    with pytest.raises(ValueError, match="not host:port"):
+        settings.model_validate({**settings.model_dump(), "allow_private_hosts": "127.0.0.1"})
+
+
+def test_a_javascript_board_is_captured_whole_and_judged_by_the_fields_tools(backend_settings, site):
+    db = Database(guarded(backend_settings, site))
+    try:
+        r = capture_browser_urls(db, [site.url("/board")], scroll=True)[0]
+        assert r.error is None, r.error
+        assert r.status == 200 and r.loaded == "network idle"
+        # every request went through the fetcher, and each is archived as fetched
+        fetched = {s.url for s in r.responses}
+        assert {site.url("/board"), site.url("/style.css"), site.url("/board.woff2"), site.url("/api/rows.json"),
+                site.url("/api/more.json"), site.cdn.url("/fmt.js")} <= fetched
+        assert all(req["headers"]["User-Agent"].startswith("Caveat") for req in site.main.requests)
+        # the host not on the allow-list was refused, listed, and never reached
+        assert site.paths(site.forbidden) == []
+        refused = dict(r.refused)
+        assert "refused: 127.0.0.1 is a loopback address" in refused[site.forbidden.url("/collect?x=1")]
+        with db.Session() as s:
+            dom = s.get(Snapshot, r.snapshot.id)
+            assert dom.record_type == "resource" and dom.url == f"urn:dom:{site.url('/board')}"
+            stored = load_record(db.settings, dom, session=s)
+            assert stored.fixity == "ok"
+            soup = BeautifulSoup(stored.body, "html.parser")
+            cells = [[td.get_text() for td in tr.find_all("td")] for tr in soup.select("#board tbody tr")]
+            assert cells == [["Llama-3.1-70B", "8x H100", "181.5"], ["Qwen2.5-32B", "1x H100", "240.4"],
+                             ["Mistral-7B", "1x L4", "95.0"]]  # the last row loaded only on scroll
+            assert soup.select_one("#status").get_text() == "2 results" and soup.title.get_text() == "Speed board"
+            recs = page_records(s, dom)
+            shot = load_record(db.settings, recs["fullPage"], session=s).body
+            info = json.loads(load_record(db.settings, recs["pageinfo"], session=s).body)
+            raw_rows = load_record(db.settings, s.scalars(select(Snapshot).where(
+                Snapshot.url == site.url("/api/rows.json"))).one(), session=s)
+            assert raw_rows.raw_body[:2] == b"\x1f\x8b"  # stored as sent (gzip), never decoded
+        width, height = png_header(shot)
+        assert width == 1280 and height > 2400  # full page, not the viewport
+        assert red_pixels(shot, CHROMIUM) > 3 * 1000  # the rendered Tokens/s cells are in the picture
+        assert info["url"] == site.url("/board") and info["pageid"].startswith("urn:uuid:")
+        assert info["urls"][site.url("/api/rows.json")] == {"status": 200, "mime": "application/json", "type": "Fetch"}
+        assert info["urls"][site.cdn.url("/fmt.js")]["type"] == "Script"
+        assert [x["url"] for x in info["caveat"]["refused"]] == [site.forbidden.url("/collect?x=1")]
+        # the field's tools accept the files
+        files = warc_files(db.settings)
+        check = run([ref_tool("warcio"), "check", "-v", *map(str, files)])
+        assert check.returncode == 0 and "fail" not in check.stdout.lower(), check.stdout + check.stderr
+        for f in files:
+            assert run(["gzip", "-t", str(f)]).returncode == 0
+        out = run([ref_tool("cdxj-indexer"), *[f.name for f in files]], cwd=db.settings.warc_dir)
+        assert out.returncode == 0, out.stderr
+        urls = {json.loads(line.split(" ", 2)[2])["url"] for line in out.stdout.splitlines()}
+        assert {f"urn:dom:{site.url('/board')}", f"urn:fullPage:{site.url('/board')}",
+                f"urn:pageinfo:{site.url('/board')}", site.url("/api/rows.json")} <= urls
+        # a second capture of the unchanged page stores revisits, not second copies
+        again = capture_browser_urls(db, [site.url("/board")], scroll=True)[0]
+        assert again.error is None
+        assert {s.record_type for s in again.responses} == {"revisit"}
+    finally:
+        db.dispose()
+
+
+def test_a_browser_source_parses_the_rendered_table_and_cites_into_it(settings, site, cli):
+    s2 = guarded(settings, site, browser_scroll=True)
+    out = cli("source", "add", "jsboard", site.url("/board"), "--browser", settings_override=s2)
+    assert out.exit_code == 0 and "captured with the browser" in out.output
+    out = cli("crawl", "jsboard", settings_override=s2)
+    assert out.exit_code == 0, out.output
+    db = Database(s2)
+    try:
+        with db.Session() as s:
+            got = sorted((e.model, e.hardware, e.headline_tps) for e in s.scalars(select(Entry)))
+            assert got == [("Llama-3.1-70B", "8x H100", 181.5), ("Mistral-7B", "1x L4", 95.0),
+                           ("Qwen2.5-32B", "1x H100", 240.4)]
+            snap = s.get(Snapshot, s.scalars(select(Entry)).first().last_snapshot_id)
+            assert snap.url.startswith("urn:dom:") and snap.record_type == "resource"
+            cid = snap.citation_id
+        from fastapi.testclient import TestClient
+
+        from app.main import create_app
+
+        app = create_app(s2)
+        with TestClient(app, base_url="http://caveat.test") as client:
+            r = client.get(f"/c/{cid}", params={"q": "181.5"})
+            assert r.status_code == 200, r.text
+            mark = BeautifulSoup(r.text, "html.parser").select_one("mark#quote")
+            assert mark is not None and mark.get_text() == "181.5"
+            assert client.get("/api/sources").json()["sources"][0]["browser"] is True
+        app.state.db.dispose()
+    finally:
+        db.dispose()
+
+
+def test_a_page_that_never_goes_idle_is_stopped_at_the_time_limit_and_kept(settings, site):
+    db = Database(guarded(settings, site, browser_page_time_limit=6))
+    try:
+        r = capture_browser_urls(db, [site.url("/live")])[0]
+        assert r.error is None and r.loaded == "time limit"
+        assert any("did not reach network idle within 6 s" in w and "CAVEAT_BROWSER_PAGE_TIME_LIMIT" in w
+                   for w in r.warnings)
+        with db.Session() as s:
+            body = load_record(db.settings, s.get(Snapshot, r.snapshot.id), session=s).body
+        assert b"Model A 100 tok/s" in body
+        assert sum(1 for s in r.responses if "/tick" in s.url) >= 3  # the polls made so far are archived
+    finally:
+        db.dispose()
+
+
+def test_a_page_that_navigates_in_a_loop_is_stopped(settings, site):
+    db = Database(guarded(settings, site, browser_page_time_limit=20))
+    try:
+        r = capture_browser_urls(db, [site.url("/loop")])[0]
+        assert r.error is None, r.error
+        stopped = [why for u, why in r.refused if "/loop?n=" in u]
+        assert stopped and "navigated more than 10 times" in stopped[0]
+        assert r.final_url.startswith(site.url("/loop?n="))
+        assert len([p for p in site.paths() if p.startswith("/loop")]) == 11  # the first and 10 more, no more
+    finally:
+        db.dispose()
+
+
+# -- bad input: each ends by its limit with a clear message, and a failure stores nothing ---------------
+def test_a_renderer_crash_is_a_clear_error_and_stores_nothing(settings, site):
+    db = Database(guarded(settings, site, browser_page_time_limit=30))
+    try:
+        before = rows(db)
+        r = capture_browser_urls(db, [site.url("/crash"), site.url("/board")])
+        assert r[0].error and "renderer crashed" in r[0].error and "nothing was stored" in r[0].error
+        assert r[1].error is None  # the next page in the same run is captured
+        with db.Session() as s:
+            assert not s.scalars(select(Snapshot).where(Snapshot.url.contains("/crash"))).all()
+        assert rows(db) > before
+    finally:
+        db.dispose()
+
+
+def test_a_50_mb_script_is_fetched_and_handed_over_in_bounded_memory(settings, site, tmp_path):
+    s2 = guarded(settings, site, browser_page_time_limit=60)
+    code = ("import json, resource, sys\n"
+            "from app.db import Database\nfrom app.config import Settings\n"
+            "from app.services.browser_capture import capture_browser_urls\n"
+            "r = capture_browser_urls(Database(Settings()), [sys.argv[1]])[0]\n"
+            "peak = int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]) * 1024\n"
+            "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"
+            "print(json.dumps({'error': r.error, 'sizes': [s.payload_length for s in r.responses], 'peak': peak,"
+            " 'kids': kids, 'dom': r.size}))\n")
+    env = cli_env(s2, CAVEAT_ALLOW_PRIVATE_ADDRESSES="0", CAVEAT_ALLOW_PRIVATE_HOSTS=site.allow,
+                  CAVEAT_BROWSER_EXECUTABLE=CHROMIUM, CAVEAT_BROWSER_SETTLE="0.2", CAVEAT_BROWSER_PAGE_TIME_LIMIT="60")
+    p = subprocess.run([CLI[0], "-c", code, site.url("/big")], env=env, capture_output=True, text=True, timeout=180)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout.strip().splitlines()[-1])
+    assert out["error"] is None and 50_000_000 in out["sizes"]
+    assert out["peak"] < 900 * 1024 * 1024, out  # the capturing process
+    assert out["kids"] < 1500 * 1024 * 1024, out  # the largest of the driver and browser processes
+
+
+def test_a_hundred_thousand_requests_stop_at_the_request_limit(settings, site):
+    db = Database(guarded(settings, site, browser_page_time_limit=60, browser_max_requests=300))
+    try:
+        r = capture_browser_urls(db, [site.url("/many")])[0]
+        assert r.error is None and r.loaded == "request limit"
+        assert any("more than 300 requests" in w and "CAVEAT_BROWSER_MAX_REQUESTS" in w for w in r.warnings)
+        assert len(r.responses) <= 300
+        assert len([p for p in site.paths() if p.startswith("/px")]) < 300
+    finally:
+        db.dispose()
+
+
+def test_infinite_scroll_ends_after_its_steps_with_a_cut_screenshot(settings, site):
+    db = Database(guarded(settings, site, browser_page_time_limit=60, browser_scroll_steps=25))
+    try:
+        r = capture_browser_urls(db, [site.url("/endless")], scroll=True)[0]
+        assert r.error is None, r.error
+        assert any("scrolled 25 steps without reaching the bottom" in w for w in r.warnings)
+        assert any("the screenshot stops at 16,384 px" in w for w in r.warnings)
+        with db.Session() as s:
+            shot = load_record(db.settings, s.get(Snapshot, r.screenshot.id), session=s).body
+        assert png_header(shot)[1] == 16384
+    finally:
+        db.dispose()
+
+
+def test_popups_are_refused_and_listed(settings, site):
+    db = Database(guarded(settings, site))
+    try:
+        r = capture_browser_urls(db, [site.url("/popup")])[0]
+        assert r.error is None
+        assert "/popped" not in site.paths() and "/popped2" not in site.paths()
+        reasons = [why for u, why in r.refused if "/popped" in u]
+        assert reasons and all("popup" in why for why in reasons)
+    finally:
+        db.dispose()
+
+
+def test_downloads_are_not_saved_and_a_download_page_stores_nothing(settings, site, tmp_path):
+    db = Database(guarded(settings, site))
+    try:
+        r = capture_browser_urls(db, [site.url("/download")])[0]
+        assert r.error is None
+        assert site.url("/file.bin") in {s.url for s in r.responses}  # archived through the fetcher
+        before = rows(db)
+        r2 = capture_browser_urls(db, [site.url("/file.bin")])[0]
+        assert r2.error and "download" in r2.error
+        assert rows(db) == before
+    finally:
+        db.dispose()
+
+
+def test_a_sigkill_mid_capture_leaves_earlier_snapshots_intact_and_no_browser_behind(settings, site):
+    s2 = guarded(settings, site, browser_page_time_limit=60)
+    db = Database(s2)
+    try:
+        first = capture_browser_urls(db, [site.url("/board")])[0]
+        assert first.error is None
+        tag = uuid.uuid4().hex
+        env = cli_env(s2, CAVEAT_ALLOW_PRIVATE_ADDRESSES="0", CAVEAT_ALLOW_PRIVATE_HOSTS=site.allow,
+                      CAVEAT_BROWSER_EXECUTABLE=CHROMIUM, CAVEAT_BROWSER_PAGE_TIME_LIMIT="60", CAVEAT_TEST_TAG=tag)
+        proc = subprocess.Popen([*CLI, "capture", "--browser", site.url("/live")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        assert wait_for(lambda: sum(p.startswith("/tick") for p in site.paths()) >= 5, 60)
+        assert _tagged(tag), "the browser should be running now"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait(30)
+        assert wait_for(lambda: not _tagged(tag), 20), "a browser process outlived the killed capture"
+        with db.Session() as s:
+            snap = s.get(Snapshot, first.snapshot.id)
+            assert b"Llama-3.1-70B" in load_record(s2, snap, session=s).body
+            assert not s.scalars(select(Snapshot).where(Snapshot.url.contains("/live"))).all()
+        v = subprocess.run([*CLI, "verify"], env=cli_env(s2), capture_output=True, text=True, timeout=120)
+        assert v.returncode == 0, v.stdout + v.stderr
+    finally:
+        db.dispose()
+
+
+def _tagged(tag: str) -> list[int]:
+    """Processes (the driver, Chromium) whose environment carries the test's tag."""
+    found = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if f"CAVEAT_TEST_TAG={tag}".encode() in Path(f"/proc/{pid}/environ").read_bytes() and int(pid) != os.getpid():
+                found.append(int(pid))
+        except OSError:
+            continue
+    return found
