@@ -18,8 +18,10 @@ whole page or nothing. This module imports only ``archive`` and Playwright.
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import logging
+import re
 import secrets
 import threading
 import time
@@ -27,7 +29,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from urllib.parse import urlsplit
+from html import unescape
 
 from archive.decoding import DecodeLimits, decode_content
 from archive.fetcher import Fetcher, FetchError, Hop, Limits
@@ -180,6 +182,8 @@ class _Page:
         self.stop_reason: str | None = None
         self.bytes = 0
         self.main_page = None
+        self.cdp = None
+        self.seen = 0  # requests routed so far
         self.crashed = False
 
     def _refuse(self, url: str, rtype: str, method: str, kind: str, reason: str) -> Exchange:
@@ -209,7 +213,8 @@ class _Page:
         is_main_doc = False
         if rtype == "document" and page is self.main_page and frame is not None and frame.parent_frame is None:
             rtype, is_main_doc = "document:main", True
-        if page is not None and self.main_page is not None and page is not self.main_page:
+        if (page is not None and self.main_page is not None and page is not self.main_page) or (
+                page is None and rtype == "document" and self.main_page is not None):
             self._refuse(url, rtype, method, "popup", "a popup (window.open or target=_blank) is not followed")
             await route.abort("blockedbyclient")
             return
@@ -217,9 +222,12 @@ class _Page:
             self._refuse(url, rtype, method, "limit", f"not fetched: {self.stop_reason}")
             await route.abort("blockedbyclient")
             return
-        if len(self.cap.exchanges) >= self.opts.max_requests:
+        self.seen += 1
+        if self.seen > self.opts.max_requests:
             self.stop_reason = (f"the page made more than {self.opts.max_requests:,} requests; the capture stopped "
                                 "there (raise CAVEAT_BROWSER_MAX_REQUESTS for bigger pages)")
+            if self.cdp is not None:  # no script makes more: the page stays as it is now
+                asyncio.ensure_future(_quietly(self.cdp.send("Emulation.setScriptExecutionDisabled", {"value": True})))
             self._refuse(url, rtype, method, "limit", f"not fetched: {self.stop_reason}")
             await route.abort("blockedbyclient")
             return
@@ -233,7 +241,7 @@ class _Page:
                 self._refuse(url, rtype, method, "navigation",
                              f"the page navigated more than {MAX_NAVIGATIONS} times (a loop?); later navigations "
                              "were stopped")
-                await route.abort("blockedbyclient")
+                await route.fulfill(status=204, body=b"")  # 204: the browser stays on the page it has
                 return
         known = self.fetched.get(url)
         if known is None:
@@ -302,6 +310,7 @@ async def _capture_one(browser, url: str, opts: BrowserOptions, limits: Limits) 
         await context.route_web_socket("**/*", state.websocket)
         page = await context.new_page()
         state.main_page = page
+        state.cdp = await context.new_cdp_session(page)
 
         def on_popup(p) -> None:
             if p is not page:
@@ -358,7 +367,11 @@ async def _capture_one(browser, url: str, opts: BrowserOptions, limits: Limits) 
             cap.loaded = "time limit"
             cap.warnings.append(f"the page did not reach network idle within {opts.page_time_limit:g} s "
                                 "(CAVEAT_BROWSER_PAGE_TIME_LIMIT); stored what it had loaded by then")
+        log.info("%s: %s after %.1f s; reading the DOM", url, cap.loaded, time.monotonic() - started)
         await _read_page(page, state, deadline)
+        if cap.dom is None and cap.error is None and state.crashed:
+            cap.error = ("the browser's renderer crashed (out of memory, or a page that crashes it); nothing "
+                         "was stored")
         if cap.dom is None and cap.error is None:
             cap.error = "the page did not give its DOM in time (a script that never yields?); nothing was stored"
         return cap
@@ -400,40 +413,77 @@ async def _scroll(page, state: _Page, opts: BrowserOptions, deadline: float) -> 
     return True
 
 
+async def _quietly(coro) -> None:
+    try:
+        await coro
+    except Exception as exc:  # noqa: BLE001 - the page is gone; reading it will say so
+        log.debug("ignored: %s", exc)
+
+
+async def _freeze(cdp, until: float) -> bool:
+    """Stop the page's scripts so the DOM holds still while it is read: script execution disabled (no
+    more timers, handlers or new scripts), and a script still running (one that never yields) is
+    terminated. True when one had to be terminated."""
+    def left(most: float) -> float:
+        return max(0.5, min(most, until - time.monotonic()))
+
+    try:
+        await asyncio.wait_for(cdp.send("Emulation.setScriptExecutionDisabled", {"value": True}), left(10))
+        await asyncio.wait_for(cdp.send("DOM.getDocument", {"depth": 0}), left(3))
+        return False
+    except asyncio.TimeoutError:
+        await asyncio.wait_for(cdp.send("Runtime.terminateExecution"), left(10))
+        await asyncio.wait_for(cdp.send("Emulation.setScriptExecutionDisabled", {"value": True}), left(10))
+        return True
+
+
 async def _read_page(page, state: _Page, deadline: float) -> None:
-    """The rendered DOM, the title and a full-page PNG (cut at MAX_SCREENSHOT_HEIGHT px)."""
+    """The rendered DOM and a full-page PNG (cut at MAX_SCREENSHOT_HEIGHT px), read with the page's
+    scripts stopped, through the DevTools protocol (no script of ours runs in the page)."""
     cap = state.cap
     state.stop_reason = state.stop_reason or "the page was being read"
     hard = deadline + 5
+    cdp = state.cdp
     try:
-        html = await asyncio.wait_for(page.content(), max(1.0, hard - time.monotonic()))
+        if await _freeze(cdp, hard):
+            cap.warnings.append("a script was still running (one that never yields?); it was stopped so the DOM "
+                                "could be read")
         cap.final_url = page.url
-        cap.title = await asyncio.wait_for(page.title(), max(1.0, hard - time.monotonic()))
+        log.info("%s: scripts stopped; reading the DOM", cap.url)
+        root = await asyncio.wait_for(cdp.send("DOM.getDocument", {"depth": 0}), max(1.0, hard - time.monotonic()))
+        html = (await asyncio.wait_for(cdp.send("DOM.getOuterHTML", {"nodeId": root["root"]["nodeId"]}),
+                                       max(1.0, hard - time.monotonic())))["outerHTML"]
     except Exception as exc:  # noqa: BLE001 - hung or crashed renderer
-        log.info("no DOM for %s: %s", cap.url, exc)
+        log.info("no DOM for %s: %r", cap.url, exc)
+        await asyncio.sleep(0.5)  # a crash is told by an event that may still be on its way
         return
     dom = html.encode("utf-8")
     if len(dom) > MAX_DOM_BYTES:
         cap.error = f"the rendered DOM is {len(dom):,} bytes, over {MAX_DOM_BYTES:,}; nothing was stored"
         return
     cap.dom = dom
+    found = _TITLE.search(html[:200_000])
+    cap.title = " ".join(unescape(found.group(1)).split()) if found else None
     try:
-        width, height = await asyncio.wait_for(page.evaluate(
-            "() => [Math.max(document.documentElement.scrollWidth, window.innerWidth), "
-            "Math.max(document.documentElement.scrollHeight, document.body ? document.body.scrollHeight : 0)]"),
-            max(1.0, hard - time.monotonic()))
-        width = min(int(width), VIEWPORT["width"] * 2)
-        height = int(height)
+        metrics = await asyncio.wait_for(cdp.send("Page.getLayoutMetrics"), max(1.0, hard - time.monotonic()))
+        size = metrics.get("cssContentSize") or metrics["contentSize"]
+        width = max(1, min(int(size["width"]), VIEWPORT["width"] * 2))
+        height = max(1, int(size["height"]))
         cut = height > MAX_SCREENSHOT_HEIGHT
         shot_height = min(height, MAX_SCREENSHOT_HEIGHT)
-        cap.screenshot = await page.screenshot(
-            type="png", full_page=True, clip={"x": 0, "y": 0, "width": width, "height": shot_height},
-            timeout=max(1.0, hard - time.monotonic()) * 1000, animations="disabled")
+        shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True, "fromSurface": True,
+            "clip": {"x": 0, "y": 0, "width": width, "height": shot_height, "scale": 1}}),
+            max(1.0, hard - time.monotonic()))
+        cap.screenshot = base64.b64decode(shot["data"])
         cap.screenshot_size, cap.screenshot_cut = (width, shot_height), cut
         if cut:
             cap.warnings.append(f"the page is {height:,} px tall; the screenshot stops at {MAX_SCREENSHOT_HEIGHT:,} px")
     except Exception as exc:  # noqa: BLE001 - the DOM is what parsing needs; a missing picture is said
         cap.warnings.append(f"no screenshot: {_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
+
+
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.S | re.I)
 
 
 def launch_args(marker: str | None = None) -> list[str]:

@@ -56,6 +56,10 @@ const n = Number(new URLSearchParams(location.search).get('n') || 0);
 setTimeout(() => {{ location.href = '/loop?n=' + (n + 1); }}, 20);
 </script></body></html>"""
 
+BUSY = """<!doctype html><html><head><title>Busy</title></head><body><p>busy</p><script>
+setTimeout(() => { for (;;) {} }, 50);
+</script></body></html>"""
+
 CRASH = """<!doctype html><html><head><title>Crash</title></head><body><p>boom</p><script>
 const hoard = [];
 setTimeout(() => { for (;;) { hoard.push(new Array(1 << 20).fill(hoard.length + 0.5)); } }, 10);
@@ -65,7 +69,9 @@ BIG_SCRIPT_PAGE = """<!doctype html><html><head><title>Big</title><script src="/
 <body><p id="ok">Big model 77 tok/s</p></body></html>"""
 
 MANY = """<!doctype html><html><head><title>Many</title></head><body><p>Many model 12 tok/s</p><script>
-for (let i = 0; i < 100000; i++) { const im = new Image(); im.src = '/px?' + i; }
+let i = 0;
+function more() { for (let k = 0; k < 500 && i < 100000; k++) { new Image().src = '/px?' + (i++); } if (i < 100000) setTimeout(more, 0); }
+more();
 </script></body></html>"""
 
 ENDLESS = """<!doctype html><html><head><title>Endless</title></head><body><div id="feed"></div><script>
@@ -126,6 +132,7 @@ class Site:
         m.routes["/tick"] = _route(_tick)
         m.route("/loop", NAV_LOOP.replace("{{", "{").replace("}}", "}"))
         m.route("/crash", CRASH)
+        m.route("/busy", BUSY)
         m.route("/big", BIG_SCRIPT_PAGE)
         m.routes["/big.js"] = _route(_big(50_000_000))
         m.route("/many", MANY)
