@@ -508,6 +508,9 @@ async def _capture_all(urls: list[str], opts: BrowserOptions, limits: Limits, ma
         except Exception as exc:  # noqa: BLE001
             raise BrowserUnavailable(f"cannot start Chromium at {opts.executable} ({_short(str(exc).splitlines()[0], 300)}); "
                                      "install it (`make system-packages`) or set CAVEAT_BROWSER_EXECUTABLE") from None
+        # each page is stored (``each``) in a thread of its own, in order, while the next page loads
+        store = ThreadPoolExecutor(1, thread_name_prefix="caveat-browser-store")
+        stored = []
         try:
             for url in urls:
                 try:
@@ -518,11 +521,14 @@ async def _capture_all(urls: list[str], opts: BrowserOptions, limits: Limits, ma
                                       error=f"the browser did not answer within {opts.page_time_limit + 30:g} s; "
                                       "nothing was stored")
                 if each is not None:
-                    each(cap)
+                    stored.append(asyncio.get_running_loop().run_in_executor(store, each, cap))
                 out.append(cap)
                 if not browser.is_connected():
                     raise BrowserUnavailable("Chromium exited during the capture")
+            for done in stored:
+                await done
         finally:
+            store.shutdown(wait=True)
             try:
                 await asyncio.wait_for(browser.close(), 15)
             except Exception:  # noqa: BLE001
