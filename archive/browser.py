@@ -182,6 +182,8 @@ class _Page:
         self.stop_reason: str | None = None
         self.bytes = 0
         self.main_page = None
+        self.context = None
+        self.done = False
         self.cdp = None
         self.seen = 0  # requests routed so far
         self.crashed = False
@@ -203,6 +205,9 @@ class _Page:
             self.last_activity = time.monotonic()
 
     async def _serve(self, route, request) -> None:
+        if self.done:  # the page has been read; its context is closing
+            await route.abort("blockedbyclient")
+            return
         url, method = request.url, request.method
         rtype = request.resource_type
         try:
@@ -295,46 +300,71 @@ class _Page:
         return False
 
 
-async def _capture_one(browser, url: str, opts: BrowserOptions, limits: Limits) -> PageCapture:
-    started = time.monotonic()
-    deadline = started + opts.page_time_limit
-    reserve = min(10.0, opts.page_time_limit / 4)  # kept back for the DOM and the screenshot
+async def _open(browser, url: str, opts: BrowserOptions, limits: Limits) -> _Page:
+    """A fresh context and page for ``url``, every route in place, nothing loaded yet (made while the
+    previous page settles, so a run of pages does not wait for it)."""
     fetcher = Fetcher(limits)
     pool = ThreadPoolExecutor(FETCH_THREADS, thread_name_prefix="caveat-browser-fetch")
     state = _Page(url, opts, fetcher, pool)
     cap = state.cap
     context = await browser.new_context(service_workers="block", accept_downloads=False, viewport=VIEWPORT,
                                         java_script_enabled=True, bypass_csp=False)
+    state.context = context
     try:
         await context.route("**/*", state.route)
         await context.route_web_socket("**/*", state.websocket)
         page = await context.new_page()
         state.main_page = page
         state.cdp = await context.new_cdp_session(page)
+    except BaseException:
+        await _close(state)
+        raise
 
-        def on_popup(p) -> None:
-            if p is not page:
-                asyncio.ensure_future(p.close())
+    def on_popup(p) -> None:
+        if p is not page:
+            asyncio.ensure_future(_quietly(p.close()))
 
-        def on_crash(_p) -> None:
-            state.crashed = True
+    def on_crash(_p) -> None:
+        state.crashed = True
 
-        def on_load(_p) -> None:
-            state.loaded_event = True
+    def on_load(_p) -> None:
+        state.loaded_event = True
 
-        def on_error(_e) -> None:
-            cap.js_errors += 1
+    def on_error(_e) -> None:
+        cap.js_errors += 1
 
-        def on_download(d) -> None:
-            cap.warnings.append(f"a download of {_short(d.url)} was refused (its response is archived)")
-            asyncio.ensure_future(d.cancel())
+    def on_download(d) -> None:
+        cap.warnings.append(f"a download of {_short(d.url)} was refused")
+        asyncio.ensure_future(_quietly(d.cancel()))
 
-        context.on("page", on_popup)
-        page.on("crash", on_crash)
-        page.on("load", on_load)
-        page.on("pageerror", on_error)
-        page.on("download", on_download)
-        page.on("framenavigated", lambda f: setattr(state, "loaded_event", False) if f is page.main_frame else None)
+    context.on("page", on_popup)
+    page.on("crash", on_crash)
+    page.on("load", on_load)
+    page.on("pageerror", on_error)
+    page.on("download", on_download)
+    page.on("framenavigated", lambda f: setattr(state, "loaded_event", False) if f is page.main_frame else None)
+    return state
+
+
+async def _close(state: _Page) -> None:
+    state.fetcher.cancel()
+    if state.context is not None:
+        try:
+            await asyncio.wait_for(state.context.close(), 10)
+        except Exception:  # noqa: BLE001 - a crashed or hung context; the browser is closed after
+            pass
+    state.pool.shutdown(wait=False, cancel_futures=True)
+    state.fetcher.close()
+
+
+async def _capture_one(state: _Page) -> PageCapture:
+    """Load the page ``state`` was opened for and read it; the caller closes its context."""
+    opts, cap, page, url = state.opts, state.cap, state.main_page, state.cap.url
+    started = time.monotonic()
+    cap.started_at = datetime.now(timezone.utc)
+    deadline = started + opts.page_time_limit
+    reserve = min(10.0, opts.page_time_limit / 4)  # kept back for the DOM and the screenshot
+    try:
         try:
             await page.goto(url, wait_until="commit", timeout=max(1.0, deadline - reserve - time.monotonic()) * 1000)
         except Exception as exc:  # noqa: BLE001 - a refused, failed or downloaded main document
@@ -349,7 +379,9 @@ async def _capture_one(browser, url: str, opts: BrowserOptions, limits: Limits) 
             else:
                 cap.error = f"the browser could not open the page: {_short(str(exc).splitlines()[0], 300)}"
             return cap
+        log.debug("%s: committed after %.3f s", url, time.monotonic() - started)
         idle = await state.wait_idle(deadline - reserve)
+        log.debug("%s: idle=%s after %.3f s", url, idle, time.monotonic() - started)
         if idle and opts.settle > 0:
             await asyncio.sleep(max(0.0, min(opts.settle, deadline - reserve - time.monotonic())))
         if idle and opts.scroll and not state.crashed:
@@ -377,13 +409,8 @@ async def _capture_one(browser, url: str, opts: BrowserOptions, limits: Limits) 
         return cap
     finally:
         cap.seconds = time.monotonic() - started
-        fetcher.cancel()
-        try:
-            await asyncio.wait_for(context.close(), 10)
-        except Exception:  # noqa: BLE001 - a crashed or hung context; the browser is closed after
-            pass
-        pool.shutdown(wait=False, cancel_futures=True)
-        fetcher.close()
+        state.done = True  # from here on the capture is the caller's: nothing more is added to it
+        state.fetcher.cancel()  # fetches still running stop at their next chunk
 
 
 async def _scroll(page, state: _Page, opts: BrowserOptions, deadline: float) -> bool:
@@ -472,7 +499,7 @@ async def _read_page(page, state: _Page, deadline: float) -> None:
         cut = height > MAX_SCREENSHOT_HEIGHT
         shot_height = min(height, MAX_SCREENSHOT_HEIGHT)
         shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True, "fromSurface": True,
+            "format": "png", "captureBeyondViewport": True, "fromSurface": True, "optimizeForSpeed": True,
             "clip": {"x": 0, "y": 0, "width": width, "height": shot_height, "scale": 1}}),
             max(1.0, hard - time.monotonic()))
         cap.screenshot = base64.b64decode(shot["data"])
@@ -508,26 +535,36 @@ async def _capture_all(urls: list[str], opts: BrowserOptions, limits: Limits, ma
         except Exception as exc:  # noqa: BLE001
             raise BrowserUnavailable(f"cannot start Chromium at {opts.executable} ({_short(str(exc).splitlines()[0], 300)}); "
                                      "install it (`make system-packages`) or set CAVEAT_BROWSER_EXECUTABLE") from None
-        # each page is stored (``each``) in a thread of its own, in order, while the next page loads
+        # each page is stored (``each``) in a thread of its own, in order, while the next page loads;
+        # the next page's context is opened while this one loads, and each is closed in the background
         store = ThreadPoolExecutor(1, thread_name_prefix="caveat-browser-store")
-        stored = []
+        stored, closing = [], []
+        opening = asyncio.ensure_future(_open(browser, urls[0], opts, limits)) if urls else None
         try:
-            for url in urls:
+            for i, url in enumerate(urls):
                 try:
-                    cap = await asyncio.wait_for(_capture_one(browser, url, opts, limits),
-                                                 opts.page_time_limit + 30)
+                    state = await opening
+                finally:
+                    opening = None
+                if i + 1 < len(urls):
+                    opening = asyncio.ensure_future(_open(browser, urls[i + 1], opts, limits))
+                try:
+                    cap = await asyncio.wait_for(_capture_one(state), opts.page_time_limit + 30)
                 except asyncio.TimeoutError:
-                    cap = PageCapture(url=url, page_id="", started_at=datetime.now(timezone.utc),
-                                      error=f"the browser did not answer within {opts.page_time_limit + 30:g} s; "
-                                      "nothing was stored")
+                    cap = state.cap
+                    cap.error = (f"the browser did not answer within {opts.page_time_limit + 30:g} s; nothing was "
+                                 "stored")
+                closing.append(asyncio.ensure_future(_close(state)))
                 if each is not None:
                     stored.append(asyncio.get_running_loop().run_in_executor(store, each, cap))
                 out.append(cap)
                 if not browser.is_connected():
                     raise BrowserUnavailable("Chromium exited during the capture")
-            for done in stored:
+            for done in stored + closing:
                 await done
         finally:
+            if opening is not None:
+                opening.cancel()
             store.shutdown(wait=True)
             try:
                 await asyncio.wait_for(browser.close(), 15)
