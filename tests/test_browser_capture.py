@@ -150,6 +150,12 @@ def test_a_browser_source_parses_the_rendered_table_and_cites_into_it(settings, 
             assert mark is not None and mark.get_text() == "181.5"
             assert client.get("/api/sources").json()["sources"][0]["browser"] is True
         app.state.db.dispose()
+        # reparse reads the rendered DOM again, not the scripts and JSON stored beside it
+        out = cli("reparse", "--source", "jsboard", settings_override=s2)
+        assert out.exit_code == 0, out.output
+        with db.Session() as s:
+            assert sorted(e.headline_tps for e in s.scalars(select(Entry))) == [95.0, 181.5, 240.4]
+            assert s.scalar(select(func.count()).select_from(Entry)) == 3
     finally:
         db.dispose()
 

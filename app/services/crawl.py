@@ -292,13 +292,17 @@ def crawl(db: Database, settings: Settings, names: list[str] | None = None,
     return [crawl_one(db, settings, src, progress) for src in select_sources(db, names)]
 
 
-def _archived(session: Session, source_id: int) -> list[Snapshot]:
+def _archived(session: Session, source_id: int, browser: bool = False) -> list[Snapshot]:
     q = (
         select(Snapshot)
         .where(Snapshot.source_id == source_id, Snapshot.redirect_to.is_(None),
                or_(Snapshot.status.is_(None), Snapshot.status < 300))
         .order_by(Snapshot.timestamp, Snapshot.id)
     )
+    if browser:  # a browser capture's rendered DOM, not the scripts and API responses stored beside it
+        q = q.where(Snapshot.record_type == "resource", Snapshot.url.like("urn:dom:%"))
+    else:
+        q = q.where(Snapshot.record_type != "resource")
     return list(session.scalars(q))
 
 
@@ -312,7 +316,7 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
             src = session.get(Source, source.id)
             state = SourceState.load(session, src.id, all_versions=True)
             seen: list[int] = []
-            for snapshot in _archived(session, src.id):
+            for snapshot in _archived(session, src.id, bool(getattr(src, "browser", False))):
                 report.snapshots += 1
                 try:
                     stored = load_record(settings, snapshot, session=session)
