@@ -24,6 +24,7 @@ BOARD = """<!doctype html><html><head><meta charset="utf-8"><title>Speed board</
 <table id="board"><thead><tr><th>Model</th><th>Hardware</th><th>Tokens/s</th></tr></thead><tbody></tbody></table>
 <div id="spacer" style="height:2400px"></div><section id="more"><h2>More results</h2></section>
 <script>
+document.body.dataset.runs = String(Number(document.body.dataset.runs || 0) + 1);
 function add(rows) {{
   const body = document.querySelector('#board tbody');
   for (const r of rows) {{

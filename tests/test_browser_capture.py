@@ -160,6 +160,45 @@ def test_a_browser_source_parses_the_rendered_table_and_cites_into_it(settings, 
         db.dispose()
 
 
+def test_the_framed_view_offers_the_rendered_page_and_screenshot_with_no_script(live_app, settings, site):
+    from playwright.sync_api import sync_playwright
+
+    from archive.browser import FLAGS
+
+    app, base = live_app
+    db = Database(guarded(settings, site))
+    try:
+        r = capture_browser_urls(db, [site.url("/board")])[0]
+        assert r.error is None
+        with db.Session() as s:
+            shot = load_record(db.settings, s.get(Snapshot, r.screenshot.id), session=s).body
+    finally:
+        db.dispose()
+    seen: list[str] = []
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=FLAGS, headless=True)
+        try:
+            page = browser.new_page()
+            page.on("request", lambda req: seen.append(req.url))
+            page.goto(f"{base}/web/{r.document.timestamp}/{site.url('/board')}")
+            rendered = page.get_attribute("a.rendered-link", "href")
+            assert rendered == f"/web/{r.snapshot.timestamp}/urn:dom:{site.url('/board')}"
+            shot_href = page.get_attribute("a.screenshot-link", "href")
+            # the archived document as fetched: the empty shell
+            frame = next(f for f in page.frames if "id_/" in f.url)
+            assert frame.text_content("#status") == "Loading..."
+            page.goto(base + rendered)
+            frame = next(f for f in page.frames if "id_/urn:dom:" in f.url)
+            assert "181.5" in frame.text_content("#board") and "Mistral" not in frame.text_content("#board")
+            assert frame.get_attribute("body", "data-runs") == "1"  # its scripts did not run again here
+            got = page.request.get(base + shot_href)
+            assert got.headers["content-type"] == "image/png" and got.body() == shot
+            assert "sandbox" in got.headers["content-security-policy"]
+        finally:
+            browser.close()
+    assert seen and all(u.startswith(base) for u in seen), [u for u in seen if not u.startswith(base)]
+
+
 def test_a_page_that_never_goes_idle_is_stopped_at_the_time_limit_and_kept(settings, site):
     db = Database(guarded(settings, site, browser_page_time_limit=6))
     try:

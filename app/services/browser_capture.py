@@ -239,3 +239,24 @@ def page_records(session, dom: Snapshot) -> dict[str, Snapshot | None]:
             Snapshot.url == f"urn:{kind}:{page}", Snapshot.warc_file == dom.warc_file,
             Snapshot.offset > dom.offset).order_by(Snapshot.offset).limit(1)).first()
     return out
+
+
+def rendered_views(session, snap: Snapshot) -> dict[str, Snapshot] | None:
+    """For a page's document response captured with the browser (or its ``urn:dom:`` record): the DOM
+    and screenshot records of that same capture, for the framed view's links; None for other snapshots."""
+    from sqlalchemy import select
+
+    if snap.url.startswith("urn:"):
+        return None
+    dom = session.scalars(select(Snapshot).where(
+        Snapshot.url == dom_url(snap.url), Snapshot.warc_file == snap.warc_file, Snapshot.offset > snap.offset)
+        .order_by(Snapshot.offset).limit(1)).first()
+    if dom is None or dom.source_id != snap.source_id:
+        return None
+    between = session.scalars(select(Snapshot.id).where(  # no other capture of the page in between
+        Snapshot.url == snap.url, Snapshot.warc_file == snap.warc_file, Snapshot.offset > snap.offset,
+        Snapshot.offset < dom.offset).limit(1)).first()
+    if between is not None:
+        return None
+    recs = page_records(session, dom)
+    return {k: v for k, v in recs.items() if v is not None}
