@@ -156,6 +156,30 @@ def test_a_browser_source_parses_the_rendered_table_and_cites_into_it(settings, 
         with db.Session() as s:
             assert sorted(e.headline_tps for e in s.scalars(select(Entry))) == [95.0, 181.5, 240.4]
             assert s.scalar(select(func.count()).select_from(Entry)) == 3
+            before = {r.citation_id: (r.url, r.record_id, r.source_id is not None and r.url.startswith("urn:dom:"))
+                      for r in s.scalars(
+                select(Snapshot).where(Snapshot.record_type == "resource"))}
+    finally:
+        db.dispose()
+    # a lost database: the WARC files alone give back the DOM records (same citation ids), the browser
+    # source and, by reparsing the DOM, its entries
+    db_file = Path(s2.db_url.removeprefix("sqlite:///"))
+    db_file.unlink()
+    for extra in ("-wal", "-shm"):
+        Path(str(db_file) + extra).unlink(missing_ok=True)
+    out = cli("init", "--reindex", settings_override=s2)
+    assert out.exit_code == 0, out.output
+    db = Database(s2)
+    try:
+        with db.Session() as s:
+            after = {r.citation_id: (r.url, r.record_id, r.source_id is not None and r.url.startswith("urn:dom:"))
+                     for r in s.scalars(
+                select(Snapshot).where(Snapshot.record_type == "resource"))}
+            assert after == before and len(after) == 3
+            assert sorted(e.headline_tps for e in s.scalars(select(Entry))) == [95.0, 181.5, 240.4]
+            from app.models import Source
+
+            assert [(x.name, x.browser) for x in s.scalars(select(Source))] == [("jsboard", True)]
     finally:
         db.dispose()
 

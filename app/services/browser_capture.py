@@ -200,10 +200,12 @@ def _store(db: Database, cap: PageCapture, source_id: int | None, notice, source
                         sha256=sha.hex(), payload_length=len(data), refers_to_id=None, refers_to_record_id=None,
                         redirect_to=None, origin="capture", source_id=source_id, fixity="unchecked",
                         citation_id=citation_id_for_record(w.record_id), access="public")))
-                if source_info:
-                    writer.append(build_record("metadata", [("WARC-Target-URI", doc_row["url"]),
-                                                            ("WARC-Concurrent-To", doc_row["record_id"])],
-                                               content_type="application/warc-fields", ts=doc_row["timestamp"],
+                # the source, beside the document and beside the DOM, so the WARC files alone (reindex) can
+                # tell which source both belong to
+                for row in ([doc_row] + [r for k, r in extra if k == "dom"]) if source_info else []:
+                    writer.append(build_record("metadata", [("WARC-Target-URI", row["url"]),
+                                                            ("WARC-Concurrent-To", row["record_id"])],
+                                               content_type="application/warc-fields", ts=row["timestamp"],
                                                head=source_info, level=level))
                 writer.sync()
                 all_rows = rows + [r for _, r in extra]

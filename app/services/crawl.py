@@ -212,7 +212,8 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
         if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
             from app.services.browser_capture import capture_browser_urls
 
-            result = capture_browser_urls(db, [source.url], source_id=source.id, source_info=info)[0]
+            result = capture_browser_urls(db, [source.url], source_id=source.id,
+                                          source_info=info + b"caveat-source-browser: 1\r\n")[0]
         else:
             result = capture_urls(db, [source.url], source_id=source.id, source_info=info)[0]
         snap = result.snapshot
