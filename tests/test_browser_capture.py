@@ -389,3 +389,30 @@ def _tagged(tag: str) -> list[int]:
         except OSError:
             continue
     return found
+
+
+def test_the_cli_prints_each_page_its_refusals_and_json(settings, site):
+    s2 = guarded(settings, site)
+    env = cli_env(s2, CAVEAT_ALLOW_PRIVATE_HOSTS=site.allow, CAVEAT_BROWSER_EXECUTABLE=CHROMIUM,
+                  CAVEAT_BROWSER_SETTLE="0.2")
+    env["CAVEAT_ALLOW_PRIVATE_ADDRESSES"] = "0"
+    p = subprocess.run([*CLI, "capture", "--browser", site.url("/board")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 0, p.stderr
+    assert "200  " in p.stdout and "(browser: " in p.stdout and "1 refused" in p.stdout
+    assert f"refused  {site.forbidden.url('/collect?x=1')}: refused:" in p.stderr
+    p = subprocess.run([*CLI, "capture", "--browser", "--json", site.url("/board"), site.forbidden.url("/collect")],
+                       env=env, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 1
+    out = json.loads(p.stdout)
+    assert out["ok"] is False and out["count"] == 2
+    good, bad = out["captures"]
+    assert good["error"] is None and good["snapshot"] and good["screenshot"] and good["pageinfo"]
+    assert good["loaded"] == "network idle" and good["responses"] == 5  # board, style, font, rows.json, fmt.js (no scroll)
+    assert bad["snapshot"] is None and "refused: 127.0.0.1 is a loopback address" in bad["error"]
+    assert site.paths(site.forbidden) == []
+    env["CAVEAT_BROWSER_EXECUTABLE"] = "/nonexistent/chromium"
+    p = subprocess.run([*CLI, "capture", "--browser", site.url("/board")], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert p.returncode == 1 and "cannot start Chromium at /nonexistent/chromium" in p.stderr
+    assert "CAVEAT_BROWSER_EXECUTABLE" in p.stderr
