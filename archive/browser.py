@@ -296,7 +296,7 @@ class _Page:
                 return not self.crashed
             if self.loaded_event and self.quiet_for() >= self.opts.idle_time:
                 return True
-            await asyncio.sleep(0.05)
+            await asyncio.sleep(0.01)
         return False
 
 
@@ -399,7 +399,7 @@ async def _capture_one(state: _Page) -> PageCapture:
             cap.loaded = "time limit"
             cap.warnings.append(f"the page did not reach network idle within {opts.page_time_limit:g} s "
                                 "(CAVEAT_BROWSER_PAGE_TIME_LIMIT); stored what it had loaded by then")
-        log.info("%s: %s after %.1f s; reading the DOM", url, cap.loaded, time.monotonic() - started)
+        log.debug("%s: %s after %.1f s; reading the DOM", url, cap.loaded, time.monotonic() - started)
         await _read_page(page, state, deadline)
         if cap.dom is None and cap.error is None and state.crashed:
             cap.error = ("the browser's renderer crashed (out of memory, or a page that crashes it); nothing "
@@ -471,43 +471,52 @@ async def _read_page(page, state: _Page, deadline: float) -> None:
     state.stop_reason = state.stop_reason or "the page was being read"
     hard = deadline + 5
     cdp = state.cdp
+
+    def left() -> float:
+        return max(1.0, hard - time.monotonic())
+
+    async def dom() -> str:
+        root = await asyncio.wait_for(cdp.send("DOM.getDocument", {"depth": 0}), left())
+        return (await asyncio.wait_for(cdp.send("DOM.getOuterHTML", {"nodeId": root["root"]["nodeId"]}),
+                                       left()))["outerHTML"]
+
+    async def picture() -> None:
+        try:
+            metrics = await asyncio.wait_for(cdp.send("Page.getLayoutMetrics"), left())
+            size = metrics.get("cssContentSize") or metrics["contentSize"]
+            width = max(1, min(int(size["width"]), VIEWPORT["width"] * 2))
+            height = max(1, int(size["height"]))
+            shot_height = min(height, MAX_SCREENSHOT_HEIGHT)
+            shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {
+                "format": "png", "captureBeyondViewport": True, "fromSurface": True, "optimizeForSpeed": True,
+                "clip": {"x": 0, "y": 0, "width": width, "height": shot_height, "scale": 1}}), left())
+            cap.screenshot = base64.b64decode(shot["data"])
+            cap.screenshot_size, cap.screenshot_cut = (width, shot_height), height > MAX_SCREENSHOT_HEIGHT
+            if cap.screenshot_cut:
+                cap.warnings.append(f"the page is {height:,} px tall; the screenshot stops at "
+                                    f"{MAX_SCREENSHOT_HEIGHT:,} px")
+        except Exception as exc:  # noqa: BLE001 - the DOM is what parsing needs; a missing picture is said
+            cap.warnings.append(f"no screenshot: {_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
+
     try:
         if await _freeze(cdp, hard):
             cap.warnings.append("a script was still running (one that never yields?); it was stopped so the DOM "
                                 "could be read")
         cap.final_url = page.url
-        log.info("%s: scripts stopped; reading the DOM", cap.url)
-        root = await asyncio.wait_for(cdp.send("DOM.getDocument", {"depth": 0}), max(1.0, hard - time.monotonic()))
-        html = (await asyncio.wait_for(cdp.send("DOM.getOuterHTML", {"nodeId": root["root"]["nodeId"]}),
-                                       max(1.0, hard - time.monotonic())))["outerHTML"]
+        log.debug("%s: scripts stopped; reading the DOM", cap.url)
+        html, _ = await asyncio.gather(dom(), picture())  # the picture says its own failure
     except Exception as exc:  # noqa: BLE001 - hung or crashed renderer
         log.info("no DOM for %s: %r", cap.url, exc)
+        cap.screenshot = None
         await asyncio.sleep(0.5)  # a crash is told by an event that may still be on its way
         return
-    dom = html.encode("utf-8")
-    if len(dom) > MAX_DOM_BYTES:
-        cap.error = f"the rendered DOM is {len(dom):,} bytes, over {MAX_DOM_BYTES:,}; nothing was stored"
+    data = html.encode("utf-8")
+    if len(data) > MAX_DOM_BYTES:
+        cap.error = f"the rendered DOM is {len(data):,} bytes, over {MAX_DOM_BYTES:,}; nothing was stored"
         return
-    cap.dom = dom
+    cap.dom = data
     found = _TITLE.search(html[:200_000])
     cap.title = " ".join(unescape(found.group(1)).split()) if found else None
-    try:
-        metrics = await asyncio.wait_for(cdp.send("Page.getLayoutMetrics"), max(1.0, hard - time.monotonic()))
-        size = metrics.get("cssContentSize") or metrics["contentSize"]
-        width = max(1, min(int(size["width"]), VIEWPORT["width"] * 2))
-        height = max(1, int(size["height"]))
-        cut = height > MAX_SCREENSHOT_HEIGHT
-        shot_height = min(height, MAX_SCREENSHOT_HEIGHT)
-        shot = await asyncio.wait_for(cdp.send("Page.captureScreenshot", {
-            "format": "png", "captureBeyondViewport": True, "fromSurface": True, "optimizeForSpeed": True,
-            "clip": {"x": 0, "y": 0, "width": width, "height": shot_height, "scale": 1}}),
-            max(1.0, hard - time.monotonic()))
-        cap.screenshot = base64.b64decode(shot["data"])
-        cap.screenshot_size, cap.screenshot_cut = (width, shot_height), cut
-        if cut:
-            cap.warnings.append(f"the page is {height:,} px tall; the screenshot stops at {MAX_SCREENSHOT_HEIGHT:,} px")
-    except Exception as exc:  # noqa: BLE001 - the DOM is what parsing needs; a missing picture is said
-        cap.warnings.append(f"no screenshot: {_short(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)}")
 
 
 _TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.S | re.I)
