@@ -37,6 +37,8 @@ fetch('/api/rows.json').then(r => r.json()).then(rows => {{
   add(rows); document.getElementById('status').textContent = rows.length + ' results';
 }});
 fetch('{forbidden}/collect?x=1').then(() => {{ document.title = 'leaked'; }}).catch(() => {{}});
+try {{ new WebSocket('{cdn_ws}/live'); }} catch (e) {{}}
+if (navigator.serviceWorker) navigator.serviceWorker.register('/sw.js').catch(() => {{}});
 new IntersectionObserver((items, obs) => {{
   if (!items.some(i => i.isIntersecting)) return;
   obs.disconnect();
@@ -124,7 +126,10 @@ class Site:
         for s in (self.main, self.cdn, self.forbidden):
             s.start()
         m = self.main
-        m.route("/board", BOARD.format(cdn=self.cdn.url("").rstrip("/"), forbidden=self.forbidden.url("").rstrip("/")))
+        m.route("/board", BOARD.format(cdn=self.cdn.url("").rstrip("/"), forbidden=self.forbidden.url("").rstrip("/"),
+                                       cdn_ws=self.cdn.url("").rstrip("/").replace("http://", "ws://")))
+        m.route("/sw.js", "self.addEventListener('fetch', e => e.respondWith(fetch(e.request)));",
+                content_type="text/javascript")
         m.route("/style.css", STYLE, content_type="text/css")
         m.route("/board.woff2", b"wOF2" + b"\0" * 60, content_type="font/woff2")
         m.route("/api/rows.json", json.dumps(ROWS), content_type="application/json", gzip_body=True)
