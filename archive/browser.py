@@ -29,7 +29,7 @@ import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from html import unescape
+from html import escape, unescape
 
 from archive.decoding import DecodeLimits, decode_content
 from archive.fetcher import Fetcher, FetchError, Hop, Limits
@@ -248,29 +248,36 @@ class _Page:
                              "were stopped")
                 await route.fulfill(status=204, body=b"")  # 204: the browser stays on the page it has
                 return
-        known = self.fetched.get(url)
+        # Chromium would follow a redirect it is handed outside the routing (the dead proxy refuses it),
+        # so Caveat follows redirects itself, each hop fetched, checked and archived in turn: a document
+        # (any frame) is handed a page that refreshes to the target, so the browser navigates there as a
+        # new, routed request with the right base URL; any other request gets the last hop's response.
+        known = await self._fetch(url, rtype, method)
         if known is None:
-            try:
-                hop = await asyncio.get_running_loop().run_in_executor(self.pool, self.fetcher.fetch_hop, url)
-            except FetchError as exc:
-                self._refuse(url, rtype, method, exc.kind, exc.message)
-                await route.abort("blockedbyclient" if exc.kind in ("address", "scheme") else "failed")
-                return
-            if self.bytes + hop.body_length > self.opts.max_page_bytes:
-                hop.close()
-                self._refuse(url, rtype, method, "size",
-                             f"the page's responses passed {self.opts.max_page_bytes:,} bytes in all; raise "
-                             "CAVEAT_BROWSER_MAX_PAGE_BYTES to store more")
+            await route.abort("blockedbyclient")
+            return
+        hops = 0
+        while known.hop.location and not rtype.startswith("document"):
+            hops += 1
+            if hops > self.fetcher.limits.max_redirects:
+                self._refuse(known.hop.location, rtype, method, "redirects",
+                             f"more than {self.fetcher.limits.max_redirects} redirects (CAVEAT_MAX_REDIRECTS)")
                 await route.abort("failed")
                 return
-            self.bytes += hop.body_length
-            known = Exchange(url=url, resource_type=rtype, method=method, hop=hop)
-            self.fetched[url] = known
-            self.cap.exchanges.append(known)
+            known = await self._fetch(known.hop.location, rtype, method)
+            if known is None:
+                await route.abort("blockedbyclient")
+                return
         hop = known.hop
+        if hop.location:  # a document's redirect
+            target = escape(hop.location, quote=True)
+            await route.fulfill(status=200, content_type="text/html; charset=utf-8",
+                                body=f'<!doctype html><meta http-equiv="refresh" content="0; url={target}">')
+            known.fulfilled = True
+            return
         body, problem = decode_content(hop.payload(), hop.header("Content-Encoding"), self.opts.decode)
         if problem:
-            self.cap.warnings.append(f"{_short(url)}: {problem}")
+            self.cap.warnings.append(f"{_short(hop.url)}: {problem}")
         headers = [(k, v) for k, v in hop.headers if k.lower() not in DROP_HEADERS]
         merged: dict[str, str] = {}
         for k, v in headers:  # Playwright takes a dict; repeated headers (Set-Cookie, Link) joined as HTTP allows
@@ -279,6 +286,29 @@ class _Page:
                 f"{merged[key]}, {v}" if key in merged else v)
         await route.fulfill(status=hop.status, headers=merged, body=body)
         known.fulfilled = True
+
+    async def _fetch(self, url: str, rtype: str, method: str) -> Exchange | None:
+        """The exchange for ``url``: fetched once per page through the guarded fetcher; None (and listed
+        as refused) when the guard or a page limit refuses it."""
+        known = self.fetched.get(url)
+        if known is not None:
+            return known
+        try:
+            hop = await asyncio.get_running_loop().run_in_executor(self.pool, self.fetcher.fetch_hop, url)
+        except FetchError as exc:
+            self._refuse(url, rtype, method, exc.kind, exc.message)
+            return None
+        if self.bytes + hop.body_length > self.opts.max_page_bytes:
+            hop.close()
+            self._refuse(url, rtype, method, "size",
+                         f"the page's responses passed {self.opts.max_page_bytes:,} bytes in all; raise "
+                         "CAVEAT_BROWSER_MAX_PAGE_BYTES to store more")
+            return None
+        self.bytes += hop.body_length
+        known = Exchange(url=url, resource_type=rtype, method=method, hop=hop)
+        self.fetched[url] = known
+        self.cap.exchanges.append(known)
+        return known
 
     async def websocket(self, ws) -> None:
         self._refuse(ws.url, "websocket", "GET", "websocket",
@@ -401,6 +431,11 @@ async def _capture_one(state: _Page) -> PageCapture:
                                 "(CAVEAT_BROWSER_PAGE_TIME_LIMIT); stored what it had loaded by then")
         log.debug("%s: %s after %.1f s; reading the DOM", url, cap.loaded, time.monotonic() - started)
         await _read_page(page, state, deadline)
+        doc = cap.document
+        if doc is not None and doc.hop.location and cap.error is None:  # it redirected to a page not loaded
+            why = next((x.refused for x in cap.refused if x.url == doc.hop.location), None)
+            cap.error = (f"the page redirects to {_short(doc.hop.location)}, which was not loaded"
+                         + (f": {why}" if why else "") + "; nothing was stored")
         if cap.dom is None and cap.error is None and state.crashed:
             cap.error = ("the browser's renderer crashed (out of memory, or a page that crashes it); nothing "
                          "was stored")

@@ -59,6 +59,10 @@ def test_the_allow_list_lets_exactly_its_host_port_entries_through(settings, sit
         assert exc.value.kind == "address" and "CAVEAT_ALLOW_PRIVATE_HOSTS" in exc.value.message
         with pytest.raises(FetchError):  # same port, named differently is not the entry either way round
             Fetcher(Limits(allow_hosts=parse_allowed_hosts(f"10.0.0.1:{site.main.port}"))).fetch(site.url("/style.css"))
+        site.main.redirect("/hop", site.forbidden.url("/collect"))  # an allowed host redirecting to a refused one
+        with pytest.raises(FetchError) as exc:
+            f.fetch(site.url("/hop"))
+        assert exc.value.kind == "address"
     finally:
         f.close()
     assert site.paths(site.forbidden) == []
@@ -420,3 +424,30 @@ def test_the_cli_prints_each_page_its_refusals_and_json(settings, site):
                        timeout=120)
     assert p.returncode == 1 and "cannot start Chromium at /nonexistent/chromium" in p.stderr
     assert "CAVEAT_BROWSER_EXECUTABLE" in p.stderr
+
+
+def test_redirects_are_followed_by_the_browser_and_each_hop_is_checked(settings, site):
+    site.main.redirect("/moved", site.url("/board"))
+    site.main.route("/sneaky", "<html><body><p>Sneaky 9 tok/s</p><img src='/img-hop'></body></html>")
+    site.main.redirect("/img-hop", site.forbidden.url("/collect"))  # an allowed URL redirecting to a refused host
+    db = Database(guarded(settings, site))
+    try:
+        r = capture_browser_urls(db, [site.url("/moved"), site.url("/sneaky")])
+        assert r[0].error is None and r[0].final_url == site.url("/board")
+        hops = {s.url: s.status for s in r[0].responses}
+        assert hops[site.url("/moved")] == 302 and hops[site.url("/board")] == 200
+        assert r[1].error is None
+        assert hops_of(r[1]) == {site.url("/sneaky"): 200, site.url("/img-hop"): 302}
+        assert "a loopback address" in dict(r[1].refused)[site.forbidden.url("/collect")]
+        assert site.paths(site.forbidden) == []
+        before = rows(db)
+        site.main.redirect("/away", site.forbidden.url("/collect"))
+        r = capture_browser_urls(db, [site.url("/away")])[0]
+        assert r.error and "redirects to" in r.error and "a loopback address" in r.error
+        assert rows(db) == before and site.paths(site.forbidden) == []
+    finally:
+        db.dispose()
+
+
+def hops_of(result) -> dict:
+    return {s.url: s.status for s in result.responses}
