@@ -451,3 +451,21 @@ def test_redirects_are_followed_by_the_browser_and_each_hop_is_checked(settings,
 
 def hops_of(result) -> dict:
     return {s.url: s.status for s in result.responses}
+
+
+def test_the_second_fence_whatever_escapes_routing_cannot_connect(site):
+    """Chromium as Caveat starts it, with no routing at all: a page on loopback cannot be reached, so a
+    request that slipped past routing would fail rather than touch the network."""
+    from playwright.sync_api import Error, sync_playwright
+
+    from archive.browser import launch_args
+
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=launch_args(), headless=True)
+        try:
+            page = browser.new_page()
+            with pytest.raises(Error, match="ERR_PROXY_CONNECTION_FAILED"):
+                page.goto(site.url("/board"), timeout=15000)
+        finally:
+            browser.close()
+    assert site.paths() == []
