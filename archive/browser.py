@@ -50,6 +50,7 @@ VIEWPORT = {"width": 1280, "height": 900}
 MAX_SCREENSHOT_HEIGHT = 16384  # px; a taller page (infinite scroll) is cut there, and the page info says so
 MAX_NAVIGATIONS = 10  # main-frame documents one capture follows; a page that navigates on and on is stopped
 MAX_DOM_BYTES = 50 * 1024 * 1024
+MAX_LISTED_AFTER_STOP = 50  # requests refused after a capture stopped that the page info lists one by one
 DROP_HEADERS = {"content-encoding", "content-length", "transfer-encoding"}  # the browser gets decoded bytes
 FETCH_THREADS = 6
 
@@ -109,6 +110,7 @@ class PageCapture:
     error: str | None = None  # set: nothing of this page is to be stored
     js_errors: int = 0
     navigations: int = 0
+    dropped: int = 0  # requests refused after the capture stopped (the first MAX_LISTED_AFTER_STOP are listed)
     seconds: float = 0.0
 
     @property
@@ -143,7 +145,8 @@ class PageCapture:
             "title": self.title, "urls": urls, "counts": {"jsErrors": self.js_errors},
             "caveat": {
                 "final_url": self.final_url, "loaded": self.loaded, "navigations": self.navigations,
-                "requests": len(self.exchanges), "fetched": len(self.fetched), "seconds": round(self.seconds, 3),
+                "requests": len(self.exchanges) + max(0, self.dropped - MAX_LISTED_AFTER_STOP),
+                "fetched": len(self.fetched), "not_fetched_after_stop": self.dropped, "seconds": round(self.seconds, 3),
                 "refused": [{"url": x.url, "type": _type_name(x.resource_type), "method": x.method,
                              "kind": x.kind, "reason": x.refused} for x in self.refused],
                 "warnings": self.warnings,
@@ -224,7 +227,9 @@ class _Page:
             await route.abort("blockedbyclient")
             return
         if self.stop_reason:
-            self._refuse(url, rtype, method, "limit", f"not fetched: {self.stop_reason}")
+            self.cap.dropped += 1
+            if self.cap.dropped <= MAX_LISTED_AFTER_STOP:  # a page that requests without end is not listed whole
+                self._refuse(url, rtype, method, "limit", f"not fetched: {self.stop_reason}")
             await route.abort("blockedbyclient")
             return
         self.seen += 1

@@ -315,6 +315,10 @@ def test_a_hundred_thousand_requests_stop_at_the_request_limit(settings, site):
         assert any("more than 300 requests" in w and "CAVEAT_BROWSER_MAX_REQUESTS" in w for w in r.warnings)
         assert len(r.responses) <= 300
         assert len([p for p in site.paths() if p.startswith("/px")]) < 300
+        assert len(r.refused) <= 51  # the one that hit the limit and at most 50 after it, not thousands
+        with db.Session() as s:
+            info = json.loads(load_record(db.settings, s.get(Snapshot, r.pageinfo.id), session=s).body)
+        assert info["caveat"]["loaded"] == "request limit" and info["caveat"]["not_fetched_after_stop"] >= 0
     finally:
         db.dispose()
 
