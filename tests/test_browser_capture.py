@@ -231,6 +231,30 @@ def test_the_framed_view_offers_the_rendered_page_and_screenshot_with_no_script(
     assert seen and all(u.startswith(base) for u in seen), [u for u in seen if not u.startswith(base)]
 
 
+def test_the_json_behind_the_page_is_parsed_for_a_source_that_names_it(settings, site, cli):
+    s2 = guarded(settings, site)
+    assert cli("source", "add", "jsboard", site.url("/board"), "--browser", settings_override=s2).exit_code == 0
+    assert cli("source", "add", "board-api", site.url("/api/rows.json"), "--kind", "json",
+               settings_override=s2).exit_code == 0
+    out = cli("crawl", "jsboard", settings_override=s2)
+    assert out.exit_code == 0, out.output
+    assert "/api/rows.json" in " ".join(site.paths()) and site.paths().count("/api/rows.json") == 1  # fetched once
+    db = Database(s2)
+    try:
+        from app.models import Source
+
+        with db.Session() as s:
+            api = s.scalars(select(Source).where(Source.name == "board-api")).one()
+            got = sorted((e.model, e.headline_tps) for e in s.scalars(select(Entry).where(Entry.source_id == api.id)))
+            assert got == [("Llama-3.1-70B", 181.5), ("Qwen2.5-32B", 240.4)]
+            snap = s.get(Snapshot, s.scalars(select(Entry).where(Entry.source_id == api.id)).first().last_snapshot_id)
+            assert snap.url == site.url("/api/rows.json") and snap.record_type == "response"
+            board = s.scalars(select(Source).where(Source.name == "jsboard")).one()
+            assert s.scalar(select(func.count()).select_from(Entry).where(Entry.source_id == board.id)) == 2
+    finally:
+        db.dispose()
+
+
 def test_a_page_that_never_goes_idle_is_stopped_at_the_time_limit_and_kept(settings, site):
     db = Database(guarded(settings, site, browser_page_time_limit=6))
     try:

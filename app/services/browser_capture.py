@@ -83,9 +83,12 @@ def dom_url(url: str) -> str:
 def capture_browser_urls(db: Database, urls: list[str], *, source_id: int | None = None,
                          progress: Callable[[BrowserResult], None] | None = None,
                          notice: Callable[[str], None] | None = None, source_info: bytes | None = None,
-                         scroll: bool | None = None, marker: str | None = None) -> list[BrowserResult]:
+                         scroll: bool | None = None, marker: str | None = None,
+                         sources_by_url: dict[str, int] | None = None) -> list[BrowserResult]:
     """Capture each URL with the browser; one result per URL, in order. ``progress(result)`` is called as
-    each page's rows commit (or it fails). ``scroll`` overrides ``CAVEAT_BROWSER_SCROLL``."""
+    each page's rows commit (or it fails). ``scroll`` overrides ``CAVEAT_BROWSER_SCROLL``.
+    ``sources_by_url``: responses whose URL another source names are linked to that source instead of
+    ``source_id`` (so the JSON behind a page can be parsed as that source's own entries)."""
     settings = db.settings
     results: list[BrowserResult | None] = [None] * len(urls)
     todo = []
@@ -107,7 +110,7 @@ def capture_browser_urls(db: Database, urls: list[str], *, source_id: int | None
     def each(cap: PageCapture) -> None:
         i = next(order)
         try:
-            results[i] = _store(db, cap, source_id, notice, source_info)
+            results[i] = _store(db, cap, source_id, notice, source_info, sources_by_url or {})
         except Exception as exc:  # noqa: BLE001 - one page's failure must not stop the others
             log.exception("storing the browser capture of %s failed", cap.url)
             results[i] = BrowserResult(url=cap.url, error=f"storing failed: {type(exc).__name__}: {exc}; "
@@ -156,7 +159,8 @@ def _resource(kind: str, cap: PageCapture, content_type: str, data: bytes, ts: s
     return rec, sha
 
 
-def _store(db: Database, cap: PageCapture, source_id: int | None, notice, source_info: bytes | None) -> BrowserResult:
+def _store(db: Database, cap: PageCapture, source_id: int | None, notice, source_info: bytes | None,
+           sources_by_url: dict[str, int] | None = None) -> BrowserResult:
     result = BrowserResult(url=cap.url, final_url=cap.final_url, requests=len(cap.exchanges),
                            refused=[(x.url, x.refused) for x in cap.refused], warnings=list(cap.warnings),
                            loaded=cap.loaded, seconds=cap.seconds)
@@ -179,7 +183,8 @@ def _store(db: Database, cap: PageCapture, source_id: int | None, notice, source
         try:
             with db.Session() as s:
                 planner = _Planner(s, hops, level)
-                rows = [planner.write_hop(writer, hop, source_id) for hop in hops]
+                named = sources_by_url or {}
+                rows = [planner.write_hop(writer, hop, named.get(hop.url, source_id)) for hop in hops]
                 doc_row = next((r for r, h in zip(rows, hops) if h.url == doc.url and h.status == doc.status), rows[0])
                 page_ts = ts17(cap.started_at)
                 extra = []
@@ -262,3 +267,15 @@ def rendered_views(session, snap: Snapshot) -> dict[str, Snapshot] | None:
         return None
     recs = page_records(session, dom)
     return {k: v for k, v in recs.items() if v is not None}
+
+
+def named_sources(session, source) -> dict[str, int]:
+    """The URLs other active, plain sources name (``{url: source id}``): a browser capture of ``source``
+    that fetches one of them archives it for that source too."""
+    from sqlalchemy import select
+
+    from app.models import Source
+
+    rows = session.execute(select(Source.url, Source.id).where(
+        Source.removed_at.is_(None), Source.id != source.id, Source.browser.is_(False)))
+    return {url: sid for url, sid in rows}

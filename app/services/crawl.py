@@ -210,10 +210,13 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
         progress("capture", report)
         info = source_metadata(source.name, source.url, source.kind)
         if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
-            from app.services.browser_capture import capture_browser_urls
+            from app.services.browser_capture import capture_browser_urls, named_sources
 
+            with db.session() as s:
+                named = named_sources(s, source)
             result = capture_browser_urls(db, [source.url], source_id=source.id,
-                                          source_info=info + b"caveat-source-browser: 1\r\n")[0]
+                                          source_info=info + b"caveat-source-browser: 1\r\n", sources_by_url=named)[0]
+            behind = sorted({named[r.url] for r in getattr(result, "responses", []) if r.url in named})
         else:
             result = capture_urls(db, [source.url], source_id=source.id, source_info=info)[0]
         snap = result.snapshot
@@ -258,6 +261,12 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
             raise
         finally:
             session.close()
+        if getattr(source, "browser", False) and behind:  # the JSON behind the page, named by sources of its own
+            for sid in behind:
+                with db.session() as s:
+                    other = s.get(Source, sid)
+                    s.expunge(other)
+                reparse_one(db, settings, other)
         if report.summary.parsed == 0:
             report.status = "empty"
             report.error = (f"nothing parsed as {report.kind} from snapshot {report.snapshot}; it is kept. "
