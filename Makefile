@@ -7,12 +7,12 @@ VENV ?= .venv
 REF_VENV ?= .venv-ref
 ENGINE_VENV ?= .venv-engine
 
-.PHONY: demo test install referees engine system-packages vendor-check vendor-swagger-ui
+.PHONY: demo test install referees engine system-packages vendor-check vendor-swagger-ui warcprox bench-browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/pip install -q --upgrade pip
-	$(VENV)/bin/pip install -q -e '.[test]'
+	$(VENV)/bin/pip install -q -e '.[test,browser]'
 	touch $@
 
 install: $(VENV)/.installed
@@ -51,6 +51,19 @@ system-packages:
 	@if ! command -v chromium >/dev/null || ! command -v wget >/dev/null || ! command -v npm >/dev/null; then \
 	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium wget npm; fi
+
+# warcprox (a WARC-writing proxy) is bench/browser.py's peer only, in its own venv; `make test` does not need it.
+WARCPROX_VENV ?= .venv-warcprox
+$(WARCPROX_VENV)/.installed:
+	$(PYTHON) -m venv $(WARCPROX_VENV)
+	$(WARCPROX_VENV)/bin/pip install -q --upgrade pip
+	$(WARCPROX_VENV)/bin/pip install -q 'warcprox==2.13.1'
+	touch $@
+
+warcprox: $(WARCPROX_VENV)/.installed
+
+bench-browser: install referees warcprox
+	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin $(VENV)/bin/python bench/browser.py
 
 demo: install
 	$(VENV)/bin/caveat demo

@@ -9,7 +9,7 @@ from __future__ import annotations
 import secrets
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app import __version__
@@ -24,6 +24,33 @@ class Settings(BaseSettings):
     )
     allow_private_addresses: bool = Field(
         False, description="Let the crawler fetch loopback, private, link-local and other internal addresses."
+    )
+    allow_private_hosts: str = Field(
+        "", description="Comma-separated `host:port` entries (e.g. `127.0.0.1:8765,[::1]:9000`) that the "
+        "crawler may fetch although they are internal; every other internal address stays refused.",
+    )
+    browser_executable: str = Field("/usr/bin/chromium", description="Chromium binary for browser captures "
+                                    "(`caveat capture --browser`, sources added with `--browser`).")
+    browser_page_time_limit: float = Field(
+        60.0, description="Hard limit in seconds for one browser capture (load, settle, scroll, DOM and "
+        "screenshot); past it the capture stops and keeps what the page had loaded.",
+    )
+    browser_idle_time: float = Field(
+        0.5, description="A browser capture's page counts as loaded when it has had no request in flight "
+        "for this many seconds after its load event (network idle).",
+    )
+    browser_settle: float = Field(1.0, description="Seconds a browser capture waits after network idle "
+                                  "before it reads the DOM (late timers, animations).")
+    browser_scroll: bool = Field(False, description="Scroll browser-captured pages to the bottom (in steps) "
+                                 "to trigger lazy loading before the DOM is read.")
+    browser_scroll_steps: int = Field(20, description="Most viewport-height scroll steps one browser capture takes.")
+    browser_max_requests: int = Field(
+        1000, description="Most requests one browser-captured page may make; past it the capture stops and "
+        "keeps what was loaded.",
+    )
+    browser_max_page_bytes: int = Field(
+        200 * 1024 * 1024, description="Most body bytes one browser-captured page may load in all; further "
+        "requests are refused.",
     )
     connect_timeout: float = Field(10.0, description="Seconds to wait for a TCP/TLS connection.")
     read_timeout: float = Field(30.0, description="Seconds to wait between bytes of a response.")
@@ -96,6 +123,14 @@ class Settings(BaseSettings):
     worker_poll: float = Field(
         5.0, description="Seconds between a worker's looks for due sources and stalled jobs (its queue is "
         "also woken by PostgreSQL LISTEN/NOTIFY).")
+
+    @field_validator("allow_private_hosts")
+    @classmethod
+    def _hosts_parse(cls, value: str) -> str:
+        from archive.fetcher import parse_allowed_hosts
+
+        parse_allowed_hosts(value)  # a bad entry is an error at start-up, not at the first fetch
+        return value
 
     @property
     def warc_dir(self) -> Path:

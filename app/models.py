@@ -16,6 +16,7 @@ from sqlalchemy import (
     String,
     Text,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -85,6 +86,7 @@ class Source(Base):
     url: Mapped[str] = mapped_column(Text, nullable=False)
     kind: Mapped[str | None] = mapped_column(String(16))  # json|html|markdown|text; None = guess
     kind_guessed: Mapped[bool] = mapped_column(Boolean, default=False, nullable=False)
+    browser: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false(), nullable=False)
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
     removed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     last_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))

@@ -54,13 +54,40 @@ def address_problem(ip_text: str) -> str | None:
     return None
 
 
-class GuardedBackend(httpcore.SyncBackend):
-    """Resolves the host itself, refuses internal addresses, then connects to a checked address."""
+def parse_allowed_hosts(text: str | None) -> frozenset[tuple[str, int]]:
+    """``CAVEAT_ALLOW_PRIVATE_HOSTS``: comma-separated ``host:port`` entries (``[::1]:8080`` for IPv6),
+    each allowed past the internal-address guard; anything else raises ``ValueError`` saying why."""
+    out = set()
+    for item in (text or "").split(","):
+        item = item.strip()
+        if not item:
+            continue
+        host, sep, port = item.rpartition(":")
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise ValueError(f"CAVEAT_ALLOW_PRIVATE_HOSTS: {item!r} is not host:port (e.g. 127.0.0.1:8765)")
+        out.add((host.strip("[]").lower(), int(port)))
+    return frozenset(out)
 
-    def __init__(self, allow_private: bool, check: Callable[[str], str | None] = address_problem):
+
+class GuardedBackend(httpcore.SyncBackend):
+    """Resolves the host itself, refuses internal addresses, then connects to a checked address.
+    ``allow_hosts``: exact ``(host, port)`` pairs let through although internal; a pair matches the
+    host name as written in the URL or the address it resolved to, with the same port."""
+
+    def __init__(self, allow_private: bool, check: Callable[[str], str | None] = address_problem,
+                 allow_hosts: frozenset[tuple[str, int]] = frozenset()):
         super().__init__()
         self.allow_private = allow_private
         self.check = check
+        self.allow_hosts = allow_hosts
+
+    def _problem(self, host: str, port: int, addr: str) -> str | None:
+        if self.allow_private:
+            return None
+        if self.allow_hosts and ((host.strip("[]").lower(), port) in self.allow_hosts
+                                 or (addr.split("%", 1)[0].lower(), port) in self.allow_hosts):
+            return None
+        return self.check(addr)
 
     def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
         try:
@@ -70,13 +97,14 @@ class GuardedBackend(httpcore.SyncBackend):
         addresses = list(dict.fromkeys(info[4][0] for info in infos))
         allowed, refused = [], []
         for addr in addresses:
-            problem = None if self.allow_private else self.check(addr)
+            problem = self._problem(host, port, addr)
             (refused if problem else allowed).append((addr, problem))
         if not allowed:
             addr, problem = refused[0]
             what = f"{addr} is" if addr == host.strip("[]") else f"{host} resolves to {addr},"
             raise FetchError(host, f"refused: {what} a {problem} address. Caveat only fetches public addresses; "
-                             "set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal ones", "address")
+                             "set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal ones, or list this "
+                             "host:port in CAVEAT_ALLOW_PRIVATE_HOSTS", "address")
         last: Exception | None = None
         for addr, _ in allowed:
             try:
@@ -167,6 +195,7 @@ class Limits:
     time_limit: float = 300.0  # seconds one hop may take, however steadily its bytes arrive
     allow_private: bool = False
     user_agent: str = "Caveat"
+    allow_hosts: frozenset = frozenset()  # (host, port) pairs allowed although internal (CAVEAT_ALLOW_PRIVATE_HOSTS)
     address_check: Callable[[str], str | None] = address_problem  # why an address is refused, or None
 
 
@@ -188,7 +217,7 @@ class Fetcher:
         pool = self.transport._pool  # httpx exposes no hook for the network backend; set it on the pool
         if not hasattr(pool, "_network_backend"):  # pragma: no cover - guards an httpx/httpcore change
             raise RuntimeError("httpx transport layout changed: cannot install the address guard")
-        pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check)
+        pool._network_backend = GuardedBackend(lim.allow_private, lim.address_check, lim.allow_hosts)
         self.cancelled = threading.Event()
         self.timeout = httpx.Timeout(connect=lim.connect_timeout, read=lim.read_timeout, write=lim.read_timeout,
                                      pool=lim.connect_timeout).as_dict()
@@ -223,6 +252,10 @@ class Fetcher:
             for h in hops:
                 h.close()
             raise
+
+    def fetch_hop(self, url: str) -> Hop:
+        """Fetch ``url`` alone, not following a redirect (the caller does: a browser follows it itself)."""
+        return self._fetch_one(url)
 
     def _check_url(self, url: str) -> None:
         parts = urlsplit(url)

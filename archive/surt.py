@@ -50,8 +50,11 @@ class InvalidURL(ValueError):
 
 
 def surt(url: str) -> str:
-    """The SURT urlkey of an http(s) URL; ``InvalidURL`` when it does not parse."""
+    """The SURT urlkey of an http(s) URL; ``InvalidURL`` when it does not parse. A ``urn:`` (a browser
+    capture's ``urn:dom:<url>``, ``urn:fullPage:<url>``, ``urn:pageinfo:<url>``) is its own key."""
     text = url.strip()
+    if text[:4].lower() == "urn:" and not any(ord(c) < 32 or ord(c) == 127 for c in text):
+        return text
     if "://" not in text:
         text = "http://" + text
     if any(ord(c) < 32 or ord(c) == 127 for c in text):

@@ -42,8 +42,13 @@ def read_url_list(stream) -> list[str]:
               help="Also capture the URLs in this file, one per line ('#' starts a comment; '-' reads stdin).")
 @click.option("--source-id", type=int, default=None, help="Link the snapshots to this source id.")
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, captures: [...]} (exit 1 if any URL failed).")
+@click.option("--browser", is_flag=True, help="Load each page in Chromium (every request through Caveat's guarded "
+              "fetcher) and store every response, the rendered DOM, a screenshot and a page-info record.")
+@click.option("--scroll/--no-scroll", default=None, help="With --browser: scroll to the bottom to trigger lazy "
+              "loading (default: CAVEAT_BROWSER_SCROLL).")
 @click.pass_obj
-def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | None, as_json: bool) -> None:
+def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | None, as_json: bool,
+            browser: bool = False, scroll: bool | None = None) -> None:
     """Archive each URL as WARC (request, response, every redirect hop) and index it.
 
     Prints one line per URL as it is stored: HTTP status, body size, citation id and URL. An
@@ -55,11 +60,16 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
     Examples:
       caveat capture https://example.org/leaderboard https://example.org/notes
       caveat capture --from-file boards.txt
+      caveat capture --browser --scroll https://example.org/js-leaderboard
     """
     json_mode(as_json)
     urls = list(urls) + (read_url_list(url_file) if url_file is not None else [])
     if not urls:
         raise click.UsageError("give at least one URL, or --from-file with URLs in it")
+    if browser:
+        from app.cli.browser import browser_capture_command
+
+        return browser_capture_command(obj, urls, source_id, as_json, scroll)
     from app.services.capture import capture_urls
 
     db = obj.database()

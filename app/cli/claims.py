@@ -32,8 +32,11 @@ def source() -> None:
                    "the content, and the guess is reported.")
 @click.option("--every", default=None, metavar="INTERVAL",
               help="Re-crawl on a schedule: 30m, 6h, 1d, 1h30m (workers or `caveat serve` run it; docs/watch.md).")
+@click.option("--browser", is_flag=True, help="Crawl it with Chromium (a JavaScript-rendered page): the rendered "
+              "DOM is parsed and cited.")
 @click.pass_obj
-def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None) -> None:
+def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None,
+               browser: bool = False) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
 
     \b
@@ -44,10 +47,11 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: st
 
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
-        src = add_source(s, name, url, kind)
+        src = add_source(s, name, url, kind, browser=browser)
         if seconds is not None:
             set_schedule(s, src, seconds)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
+        how += ", captured with the browser" if src.browser else ""
         when = f", every {format_every(seconds)}" if seconds else ""
         click.echo(f"added source {src.name}: {src.url} ({how}{when})")
 
@@ -168,6 +172,15 @@ def _on_this_machine(url: str) -> bool:
     return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
 
 
+def _listed(url: str, allowed) -> bool:
+    """Whether the URL's host:port is on CAVEAT_ALLOW_PRIVATE_HOSTS."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    return ((parts.hostname or "").lower(), port) in allowed
+
+
 def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     """Sources the crawler would refuse (addresses on this machine, private addresses off): skipped with
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
@@ -177,8 +190,11 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
 
     demo_names = {d["name"] for d in demo_sources()}
     keep, skipped = [], []
+    from archive.fetcher import parse_allowed_hosts
+
+    allowed = parse_allowed_hosts(getattr(obj.settings, "allow_private_hosts", ""))
     for src in sources:
-        if not _on_this_machine(src.url):
+        if not _on_this_machine(src.url) or _listed(src.url, allowed):
             keep.append(src)
         elif src.name in demo_names:
             skipped.append(f"{src.name}: skipped, {src.url} is the demo's sample server, which runs only while "

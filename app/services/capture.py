@@ -24,7 +24,7 @@ from app.models import Snapshot
 from app.services.tlog import append_written, sign_latest
 from app.services.warcfiles import WarcStore
 from archive.citeid import citation_id_for_record
-from archive.fetcher import Limits
+from archive.fetcher import Limits, parse_allowed_hosts
 from archive.surt import InvalidURL
 from archive.urls import check_url
 from archive.prepare import FetchedHop, ProcessStage, ThreadStage
@@ -62,7 +62,8 @@ def limits_for(settings) -> Limits:
     return Limits(connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                   max_body_bytes=settings.max_body_bytes, max_redirects=settings.max_redirects,
                   time_limit=settings.fetch_time_limit,
-                  allow_private=settings.allow_private_addresses, user_agent=settings.user_agent)
+                  allow_private=settings.allow_private_addresses, user_agent=settings.user_agent,
+                  allow_hosts=parse_allowed_hosts(getattr(settings, "allow_private_hosts", "")))
 
 
 def spool_dir(settings) -> Path:

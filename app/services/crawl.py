@@ -296,9 +296,18 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
     snapshot_id = None
     try:
         progress("capture", report)
-        result = capture_urls(db, [source.url], source_id=source.id,
-                              source_info=source_metadata(source.name, source.url, source.kind),
-                              request_headers={source.url: request_headers} if request_headers else None)[0]
+        info = source_metadata(source.name, source.url, source.kind)
+        if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
+            from app.services.browser_capture import capture_browser_urls, named_sources
+
+            with db.session() as s:
+                named = named_sources(s, source)
+            result = capture_browser_urls(db, [source.url], source_id=source.id,
+                                          source_info=info + b"caveat-source-browser: 1\r\n", sources_by_url=named)[0]
+            behind = sorted({named[r.url] for r in getattr(result, "responses", []) if r.url in named})
+        else:
+            result = capture_urls(db, [source.url], source_id=source.id, source_info=info,
+                                  request_headers={source.url: request_headers} if request_headers else None)[0]
         snap = result.snapshot
         snapshot_id = snap.id if snap is not None else None
         report.snapshot = snap.citation_id if snap is not None else None
@@ -346,6 +355,12 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
             raise
         finally:
             session.close()
+        if getattr(source, "browser", False) and behind:  # the JSON behind the page, named by sources of its own
+            for sid in behind:
+                with db.session() as s:
+                    other = s.get(Source, sid)
+                    s.expunge(other)
+                reparse_one(db, settings, other)
         if report.summary.parsed == 0:
             report.status = "empty"
             report.error = (f"nothing parsed as {report.kind} from snapshot {report.snapshot}; it is kept. "
@@ -395,13 +410,17 @@ def crawl_now(db: Database, settings: Settings, src: Source, progress: Progress 
     return report
 
 
-def _archived(session: Session, source_id: int) -> list[Snapshot]:
+def _archived(session: Session, source_id: int, browser: bool = False) -> list[Snapshot]:
     q = (
         select(Snapshot)
         .where(Snapshot.source_id == source_id, Snapshot.redirect_to.is_(None),
                or_(Snapshot.status.is_(None), Snapshot.status < 300))
         .order_by(Snapshot.timestamp, Snapshot.id)
     )
+    if browser:  # a browser capture's rendered DOM, not the scripts and API responses stored beside it
+        q = q.where(Snapshot.record_type == "resource", Snapshot.url.like("urn:dom:%"))
+    else:
+        q = q.where(Snapshot.record_type != "resource")
     return list(session.scalars(q))
 
 
@@ -415,7 +434,7 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
             src = session.get(Source, source.id)
             state = SourceState.load(session, src.id, all_versions=True)
             seen: list[int] = []
-            for snapshot in _archived(session, src.id):
+            for snapshot in _archived(session, src.id, bool(getattr(src, "browser", False))):
                 report.snapshots += 1
                 try:
                     stored = load_record(settings, snapshot, session=session)

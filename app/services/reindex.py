@@ -27,13 +27,13 @@ from app.services.measure.evidence import is_measurement_record, restore as rest
 from app.services.withdrawal import apply_access_records, parse_access_record
 from archive.citeid import citation_id_for_record
 from archive.importer import warc_date_to_ts
-from archive.indexer import Found, Walk, walk
+from archive.indexer import _sha256_hex, Found, Walk, walk
 from archive.surt import surt
 from archive.timestamps import bump, parse_ts17
 
 log = logging.getLogger("caveat.reindex")
 BATCH = 2000
-SOURCE_FIELDS = ("caveat-source", "caveat-source-url", "caveat-source-kind")
+SOURCE_FIELDS = ("caveat-source", "caveat-source-url", "caveat-source-kind", "caveat-source-browser")
 _COLUMNS = [c.key for c in Snapshot.__table__.columns if c.key != "id"]
 
 
@@ -43,6 +43,19 @@ def source_metadata(name: str, url: str, kind: str | None) -> bytes:
     if kind:
         lines.append(("caveat-source-kind", kind))
     return "".join(f"{k}: {str(v).replace(chr(13), ' ').replace(chr(10), ' ')}\r\n" for k, v in lines).encode()
+
+
+_BROWSER_KINDS = ("urn:dom:", "urn:fullPage:", "urn:pageinfo:")
+
+
+def _browser_record(uri: str | None) -> bool:
+    """A browser capture's resource record for an http(s) page (issue 16); other ``resource`` records are
+    not indexed."""
+    uri = (uri or "").strip().strip("<>")
+    for kind in _BROWSER_KINDS:
+        if uri.startswith(kind):
+            return uri[len(kind):].split(":", 1)[0].lower() in ("http", "https")
+    return False
 
 
 def _parse_source(block: bytes) -> dict[str, str] | None:
@@ -130,6 +143,15 @@ class Reindexer:
                 if row is not None:
                     pending.append(row)
                     self.by_record[rid] = (None, row["sha256"])
+            elif t == "resource" and _browser_record(found.header("WARC-Target-URI")):  # issue 16
+                rid = found.header("WARC-Record-ID") or ""
+                if rid in self.by_record:
+                    result.already += 1
+                    continue
+                row = self._resource_row(path.name, found, result)
+                if row is not None:
+                    pending.append(row)
+                    self.by_record[rid] = (None, row["sha256"])
             elif t == "request":
                 to = found.header("WARC-Concurrent-To")
                 if to:
@@ -154,6 +176,41 @@ class Reindexer:
         if rep.tail:
             result.problems.append(f"{rep.tail} tail of {rep.tail_bytes:,} bytes at {rep.tail_detail}")
         return result
+
+    def _resource_row(self, name: str, found: Found, result: FileResult) -> dict | None:
+        """The row of a browser capture's ``urn:dom:``/``urn:fullPage:``/``urn:pageinfo:`` record."""
+        rid = found.header("WARC-Record-ID") or ""
+        url = (found.header("WARC-Target-URI") or "").strip().strip("<>")
+        ts = warc_date_to_ts(found.header("WARC-Date"))
+        digest = found.header("WARC-Payload-Digest") or found.header("WARC-Block-Digest")
+        sha = _sha256_hex(digest, found.block if found.block else None)
+        try:
+            length = int(found.header("Content-Length") or "")
+        except ValueError:
+            length = None
+        if not rid or ts is None or not sha:
+            result.problems.append(f"offset {found.offset:,}: resource record lacks a record id, valid WARC-Date "
+                                   "or sha256 digest; not indexed")
+            return None
+        while (url, ts) in self.used_ts:
+            ts = bump(ts)
+        self.used_ts.add((url, ts))
+        attempt = 0
+        cid = citation_id_for_record(rid, attempt)
+        while cid in self.citations:
+            attempt += 1
+            cid = citation_id_for_record(rid, attempt)
+        self.citations.add(cid)
+        ctype = found.header("Content-Type")
+        return dict(
+            citation_id=cid, url=url, surt=url, timestamp=ts, captured_at=parse_ts17(ts), status=None,
+            mime=ctype.split(";")[0].strip().lower() if ctype else None, record_type="resource", warc_file=name,
+            offset=found.offset, length=found.length, record_id=rid, request_offset=None, request_length=None,
+            payload_digest=found.header("WARC-Payload-Digest"), block_digest=found.header("WARC-Block-Digest"),
+            sha256=sha, payload_length=length, refers_to_id=None, refers_to_record_id=None, redirect_to=None,
+            origin="capture" if name.startswith("caveat-") else "import", source_id=None, fixity="unchecked",
+            fixity_checked_at=None, fixity_detail=None, access="public",
+        )
 
     def _row(self, name: str, found: Found, result: FileResult) -> dict | None:
         rid = found.header("WARC-Record-ID") or ""
@@ -211,7 +268,7 @@ class Reindexer:
                 existing = s.scalar(select(Source).where(Source.name == name))
                 if existing is None:
                     existing = Source(name=name, url=meta["caveat-source-url"], kind=meta.get("caveat-source-kind"),
-                                      kind_guessed=False)
+                                      kind_guessed=False, browser=meta.get("caveat-source-browser") == "1")
                     s.add(existing)
                     s.flush()
                     self.created_sources.append(name)

@@ -81,8 +81,11 @@ def load_record(settings: Settings, snapshot: Snapshot, *, session: Session | No
         body, warning = decode_content(raw, encoding, limits_of(settings))
     else:
         body, warning = raw, None
+    headers = rec.http_headers
+    if not headers and rec.warc_type == "resource" and rec.header("Content-Type"):  # a browser capture's DOM, PNG
+        headers = [("Content-Type", rec.header("Content-Type"))]
     return StoredResponse(
-        status=rec.http_status, headers=rec.http_headers, raw_body=raw, body=body, mime=snapshot.mime,
+        status=rec.http_status, headers=headers, raw_body=raw, body=body, mime=snapshot.mime,
         fixity="failed" if problems else "ok", fixity_detail="; ".join(problems) or None,
         record_type=snapshot.record_type, warnings=[warning] if warning else [],
         decoded=decode and warning is None,

@@ -38,7 +38,7 @@ def check_kind(kind: str | None) -> str | None:
     return k
 
 
-def add_source(session: Session, name: str, url: str, kind: str | None = None) -> Source:
+def add_source(session: Session, name: str, url: str, kind: str | None = None, *, browser: bool = False) -> Source:
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise BadRequest("A source needs a name of 1 to 200 characters, e.g. `caveat source add localmaxxing URL`.")
@@ -50,9 +50,10 @@ def add_source(session: Session, name: str, url: str, kind: str | None = None) -
                        f"`caveat source remove {name}` first.")
     if existing is not None:  # re-adding a removed source keeps its history
         existing.url, existing.kind, existing.kind_guessed, existing.removed_at = url, kind, False, None
+        existing.browser = bool(browser)
         session.flush()
         return existing
-    src = Source(name=name, url=url, kind=kind, kind_guessed=False)
+    src = Source(name=name, url=url, kind=kind, kind_guessed=False, browser=bool(browser))
     session.add(src)
     session.flush()
     return src
@@ -94,6 +95,7 @@ def source_json(session: Session, src: Source) -> dict:
         "url": src.url,
         "kind": src.kind,
         "kind_guessed": src.kind_guessed,
+        "browser": bool(src.browser),
         "created_at": src.created_at.isoformat() if src.created_at else None,
         "removed": src.removed_at is not None,
         "last_crawl_at": src.last_crawl_at.isoformat() if src.last_crawl_at else None,

@@ -85,10 +85,18 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
         "frame_src": replay.raw_url(settings, snap.timestamp, snap.url) if settings.replay_origin
         else f"/web/{snap.timestamp}id_/{snap.url}",
         "citation_url": f"{base}/c/{snap.citation_id}",
+        "browser": _rendered(session, snap),
     })
     resp.headers.update(mheaders)
     resp.headers["Content-Security-Policy"] = wrapper_csp(settings)
     return resp
+
+
+def _rendered(session: Session, snap) -> dict | None:
+    """The rendered DOM and screenshot of a browser capture of this page (issue 16), or None."""
+    from app.services.browser_capture import rendered_views
+
+    return rendered_views(session, snap)
 
 
 def _capture_list(request: Request, session: Session, url: str, *, as_json: bool):
