@@ -32,10 +32,16 @@ FEED_MAX = 200
 
 
 # -- state before and after a crawl --------------------------------------------------------------
-def _entry_states(session: Session, source_id: int) -> dict[int, dict]:
+def _entry_states(session: Session, source_id: int, only: set[int] | None = None) -> dict[int, dict]:
+    """Each entry's figures, flags and quotable answer; with ``only``, just those entries (after a crawl
+    only the entries that were there before can have changed or vanished)."""
+    if only is not None and not only:
+        return {}
     rows = session.execute(select(Entry.id, Entry.recipe_id, Entry.gone, Entry.current_version_id,
                                   Entry.last_snapshot_id, Entry.model, Entry.hardware, Entry.engine)
                            .where(Entry.source_id == source_id)).all()
+    if only is not None:
+        rows = [r for r in rows if r.id in only]
     out: dict[int, dict] = {}
     version_ids = [r.current_version_id for r in rows if r.current_version_id]
     versions = {}
@@ -168,7 +174,8 @@ def record_changes(db: Database, source_id: int, crawl_id: int | None, before: d
         events: list[ChangeEvent] = []
         page_gone = report.http_status in PAGE_GONE or (
             report.capture_error is not None and "cannot resolve host name" in report.capture_error)
-        after = _entry_states(s, source_id) if not page_gone else before["entries"]
+        live_before = {eid for eid, st in before["entries"].items() if not st["gone"]}
+        after = _entry_states(s, source_id, live_before) if not page_gone else before["entries"]
         ce, cr = _cited(s, set(before["entries"]) | set(after),
                         {st["recipe_id"] for st in list(before["entries"].values()) + list(after.values())
                          if st["recipe_id"]})
