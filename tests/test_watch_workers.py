@@ -78,7 +78,10 @@ def test_two_workers_share_due_sources_and_crawl_each_once(pg_settings, server, 
     def done():
         with db.Session() as s:
             return s.scalar(select(func.count(Crawl.id)).where(Crawl.status == "ok")) >= n
-    assert _wait(done), (a.poll(), b.poll())
+    def crawls():
+        with db.Session() as s:
+            return [(c.source_id, c.status, (c.error or "")[:200]) for c in s.scalars(select(Crawl))]
+    assert _wait(done), (a.poll(), b.poll(), crawls())
     time.sleep(2.0)  # a few more housekeeping rounds of both workers: nothing is due, nothing runs again
     paths = [r["path"] for r in server.requests]
     assert sorted(paths) == sorted(f"/b{i}" for i in range(n)), "every source fetched exactly once"

@@ -197,7 +197,16 @@ def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> 
         for rid, (key, cols) in recipes.items() if rid not in existing
     ]
     if rows:
-        session.execute(insert(Recipe), rows)
+        # two crawls (two workers) may store the same new recipe at once: the second insert is a no-op
+        name = session.get_bind().dialect.name
+        if name in ("postgresql", "sqlite"):
+            if name == "postgresql":
+                from sqlalchemy.dialects.postgresql import insert as dialect_insert
+            else:
+                from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            session.execute(dialect_insert(Recipe).on_conflict_do_nothing(index_elements=["recipe_id"]), rows)
+        else:
+            session.execute(insert(Recipe), rows)
 
 
 BATCH_ROWS = 5000  # rows stored between two checkpoints (commits) of a long page
