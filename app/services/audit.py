@@ -249,10 +249,7 @@ def plan_entries(session: Session, settings: Settings, entry_ids, *, page_cache:
     """:func:`audit_entries` without the writes: the plan :func:`apply_audit` writes (reads only, so
     another process may compute it while this one writes)."""
     entries, recipe_ids = _with_recipes(session, entry_ids)
-    if not entries:
-        return {"flag_inserts": [], "flag_changes": [], "entry_updates": [], "recipe_updates": [],
-                "counts": {"entries": 0, "recipes": 0, "flags_active": 0}}
-    return plan_audit(session, settings, entries, recipe_ids, page_cache)
+    return plan_audit(session, settings, entries, recipe_ids, page_cache)   # nothing to plan: an empty plan
 
 
 def _with_recipes(session: Session, entry_ids) -> tuple[list[Entry], list[str]]:

@@ -134,21 +134,13 @@ class Reindexer:
                 result.problems.append(f"offset {found.offset:,}: {found.problem}")
                 continue
             t = found.warc_type
-            if t in ("response", "revisit"):
+            indexed = t in ("response", "revisit") or (t == "resource" and _browser_record(found.header("WARC-Target-URI")))
+            if indexed:   # a browser capture's resource records are indexed too (issue 16)
                 rid = found.header("WARC-Record-ID") or ""
                 if rid in self.by_record:
                     result.already += 1
                     continue
-                row = self._row(path.name, found, result)
-                if row is not None:
-                    pending.append(row)
-                    self.by_record[rid] = (None, row["sha256"])
-            elif t == "resource" and _browser_record(found.header("WARC-Target-URI")):  # issue 16
-                rid = found.header("WARC-Record-ID") or ""
-                if rid in self.by_record:
-                    result.already += 1
-                    continue
-                row = self._resource_row(path.name, found, result)
+                row = (self._resource_row if t == "resource" else self._row)(path.name, found, result)
                 if row is not None:
                     pending.append(row)
                     self.by_record[rid] = (None, row["sha256"])
@@ -177,6 +169,23 @@ class Reindexer:
             result.problems.append(f"{rep.tail} tail of {rep.tail_bytes:,} bytes at {rep.tail_detail}")
         return result
 
+    def _free_ts(self, key: str, ts: str) -> str:
+        """``ts``, bumped past any timestamp already given to ``key`` (two records of one URL in one second)."""
+        while (key, ts) in self.used_ts:
+            ts = bump(ts)
+        self.used_ts.add((key, ts))
+        return ts
+
+    def _new_citation_id(self, rid: str) -> str:
+        """The record's citation id, the next candidate when another record already has it."""
+        attempt = 0
+        cid = citation_id_for_record(rid, attempt)
+        while cid in self.citations:
+            attempt += 1
+            cid = citation_id_for_record(rid, attempt)
+        self.citations.add(cid)
+        return cid
+
     def _resource_row(self, name: str, found: Found, result: FileResult) -> dict | None:
         """The row of a browser capture's ``urn:dom:``/``urn:fullPage:``/``urn:pageinfo:`` record."""
         rid = found.header("WARC-Record-ID") or ""
@@ -192,15 +201,8 @@ class Reindexer:
             result.problems.append(f"offset {found.offset:,}: resource record lacks a record id, valid WARC-Date "
                                    "or sha256 digest; not indexed")
             return None
-        while (url, ts) in self.used_ts:
-            ts = bump(ts)
-        self.used_ts.add((url, ts))
-        attempt = 0
-        cid = citation_id_for_record(rid, attempt)
-        while cid in self.citations:
-            attempt += 1
-            cid = citation_id_for_record(rid, attempt)
-        self.citations.add(cid)
+        ts = self._free_ts(url, ts)
+        cid = self._new_citation_id(rid)
         ctype = found.header("Content-Type")
         return dict(
             citation_id=cid, url=url, surt=url, timestamp=ts, captured_at=parse_ts17(ts), status=None,
@@ -225,9 +227,7 @@ class Reindexer:
                                    "valid WARC-Date or HTTP status line; not indexed")
             return None
         key = surt(url)
-        while (key, ts) in self.used_ts:
-            ts = bump(ts)
-        self.used_ts.add((key, ts))
+        ts = self._free_ts(key, ts)
         refers = found.header("WARC-Refers-To")
         sha = found.payload_sha256
         if found.warc_type == "revisit":
@@ -241,12 +241,7 @@ class Reindexer:
                 return None
         elif sha:
             self.by_sha.setdefault(sha, rid)
-        attempt = 0
-        cid = citation_id_for_record(rid, attempt)
-        while cid in self.citations:
-            attempt += 1
-            cid = citation_id_for_record(rid, attempt)
-        self.citations.add(cid)
+        cid = self._new_citation_id(rid)
         ctype = found.http_headers.get("content-type")
         return dict(
             citation_id=cid, url=url, surt=key, timestamp=ts, captured_at=parse_ts17(ts), status=found.http_status,
