@@ -125,7 +125,9 @@ class OpenAIServer:
             def do_POST(self):  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
-                outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                with outer.lock:   # the request's number is taken as it is logged: concurrent handlers never share one
+                    outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
+                    nth = len(outer.requests)
                 b = outer.b
                 if not self._authorised():
                     return
@@ -151,7 +153,6 @@ class OpenAIServer:
                 self.send_header("Transfer-Encoding", "chunked")
                 self.send_header("Server", "caveat-test-engine")
                 self.end_headers()
-                nth = len(outer.requests)
                 kill = b.kill_after if b.kill_on_request in (None, nth) else None
                 outer._stream(self, toks, chat, bool((body.get("stream_options") or {}).get("include_usage")), kill)
 
