@@ -47,10 +47,14 @@ engine: $(ENGINE_VENV)/.installed
 
 referees: $(REF_VENV)/.installed system-packages $(REPLAYWEBPAGE_DIR)/.installed-$(REPLAYWEBPAGE_VERSION)
 
+# Only the missing ones: a machine whose Node.js comes with its own npm (NodeSource's nodejs package)
+# cannot also install Debian's npm, which conflicts with it.
 system-packages:
-	@if ! command -v chromium >/dev/null || ! command -v wget >/dev/null || ! command -v npm >/dev/null; then \
+	@missing=""; for p in chromium wget npm; do command -v $$p >/dev/null || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
 	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
-	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium wget npm; fi
+	  echo "installing Debian packages:$$missing"; \
+	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; fi
 
 # warcprox (a WARC-writing proxy) is bench/browser.py's peer only, in its own venv; `make test` does not need it.
 WARCPROX_VENV ?= .venv-warcprox

@@ -103,7 +103,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--serve", type=float, help=argparse.SUPPRESS)
     ap.add_argument("--tokens", type=int, default=512, help="max_tokens per request (default 512)")
-    ap.add_argument("--rounds", type=int, default=1, help="runs of each configuration (the worst is reported)")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="runs of each configuration (the worst of each figure is reported)")
     args = ap.parse_args()
     if args.serve:
         serve(args.serve)
@@ -113,7 +114,17 @@ def main() -> None:
     ok = True
     for concurrency, prompts in ((1, 8), (32, 32)):
         rows = [one(concurrency, args.tokens, prompts) for _ in range(args.rounds)]
-        worst = max(rows, key=lambda r: (r["median_error"], r["cpu_share"]))
+        # the worst round for each figure on its own (errors from one round, CPU from another if so)
+        worst = dict(max(rows, key=lambda r: r["median_error"]))
+        for key in ("worst_error", "own_worst", "own_median"):
+            worst[key] = max(r[key] for r in rows)
+        costly = max(rows, key=lambda r: r["cpu_share"])
+        for key in ("cpu", "wall", "cpu_share", "us_per_token", "tokens", "floor_us"):
+            worst[key] = costly[key]
+        worst["checks"] = all(r["checks"] for r in rows)
+        if len(rows) > 1:
+            print(f"concurrency {concurrency:>2}: harness CPU per round: "
+                  + ", ".join(f"{r['cpu_share']:.1%}" for r in rows))
         ok &= worst["median_error"] <= 0.01 and worst["own_worst"] <= 0.01 and worst["cpu_share"] <= 0.05
         print(f"concurrency {concurrency:>2}: true {worst['rate']:,.2f} tok/s per stream; measured median "
               f"{worst['median']:,.2f} (ratio {worst['median'] / worst['rate']:.4f}), error median "

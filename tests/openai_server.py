@@ -14,7 +14,7 @@ the true rate is known. What it does is set by :class:`Behaviour`:
   deterministic, so on a repeated prompt every draft is accepted and a step yields ``draft + 1``
   tokens, sent as one chunk. New prompts never match, so they run at ``rate``.
 - ``kill_after``: close the connection after that many tokens, mid-stream (``kill_on_request``: only
-  on the n-th request).
+  on the n-th request); ``stall_after``: after that many tokens send nothing for ``stall`` seconds.
 - ``stream=False`` answers JSON even when asked to stream; ``status`` answers that error status;
   ``chat=False`` has no /v1/chat/completions (404), only /v1/completions; ``usage``/``timings``:
   report usage (OpenAI ``stream_options.include_usage``) and llama.cpp-style ``timings``.
@@ -46,6 +46,8 @@ class Behaviour:
     draft: int = 4
     kill_after: int | None = None
     kill_on_request: int | None = None  # only the n-th POST (1-based) is killed; None: every one
+    stall_after: int | None = None  # after that many tokens, send nothing for ``stall`` seconds, then go on
+    stall: float = 0.0
     stream: bool = True
     status: int | None = None
     chat: bool = True
@@ -183,6 +185,7 @@ class OpenAIServer:
         first = last = None
         produced = 0
         step = 0
+        stalled = False
         while produced < len(toks):
             # one decode step: the model's next token, plus whatever drafts the proposer gets accepted
             take = 1
@@ -201,6 +204,11 @@ class OpenAIServer:
             pause = due - time.perf_counter()
             if pause > 0:
                 time.sleep(pause)
+            if b.stall_after is not None and produced == b.stall_after and step and not stalled:
+                stalled = True
+                time.sleep(b.stall)
+                start += b.stall  # the schedule goes on from where it stopped
+                due += b.stall
             if kill is not None and produced >= kill:
                 try:
                     h.connection.shutdown(socket.SHUT_RDWR)

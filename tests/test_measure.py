@@ -5,6 +5,7 @@ citation page, the repeat test, the output checks and every way a run can fail."
 from __future__ import annotations
 
 import json
+import random
 import os
 import signal
 import subprocess
@@ -132,6 +133,58 @@ def test_checks_pass_prose_and_reject_loops_garbage_and_miscounts():
     assert checks.check_output("The capital of France is Paris.", answer="Paris") == []
     assert checks.check_output("The capital of France is Lyon.", answer="Paris") == [
         "wrong answer: expected 'Paris' in the output"]
+
+
+def _period_reference(seq, cover=checks.PERIOD_COVER, match=checks.PERIOD_MATCH, longest=None):
+    """The period search written plainly (every window compared in full), to hold the fast one to."""
+    n = len(seq)
+    if n < 6:
+        return None
+    for p in range(1, min(n // 3, longest or n) + 1):
+        window = max(3 * p, 20)
+        if window + p > n:
+            break
+        if sum(seq[i] == seq[i - p] for i in range(n - window, n)) < match * window:
+            continue
+        same = total = 0
+        start = n
+        for i in range(n - 1, p - 1, -1):
+            total += 1
+            same += seq[i] == seq[i - p]
+            if total >= window:
+                if same / total < match:
+                    break
+                start = i - p
+        covered = (n - start) / n if start < n else 0.0
+        if covered >= cover and n - start >= 3 * p:
+            return p, covered
+    return None
+
+
+def test_the_period_search_gives_up_early_but_finds_what_the_plain_search_finds():
+    rng = random.Random(11)
+    for trial in range(400):
+        alphabet = rng.choice([2, 3, 8, 40])
+        head = [rng.randrange(alphabet) for _ in range(rng.randrange(0, 300))]
+        cycle = [rng.randrange(alphabet) for _ in range(rng.randrange(1, 90))]
+        tail = (cycle * 400)[:rng.randrange(0, 500)]
+        seq = head + tail
+        for i in range(len(seq)):  # sprinkle differences, some loops survive them and some do not
+            if rng.random() < rng.choice([0.0, 0.02, 0.08, 0.2]):
+                seq[i] = rng.randrange(alphabet)
+        longest = rng.choice([None, 50, 200])
+        assert checks._period(seq, longest=longest) == _period_reference(seq, longest=longest), trial
+
+
+def test_printable_share_is_counted_alike_on_the_fast_and_the_slow_path():
+    ascii_text = "Plain words and numbers 12 34, tabs\tand lines\n" * 10
+    assert not any(p.startswith("garbage: only") and "printable" in p for p in checks.garbage(ascii_text))
+    # control characters in ASCII text take the slow path and are counted against it
+    noisy = "".join(c + ("\x07" if i % 10 == 0 else "") for i, c in enumerate(ascii_text))
+    assert any("printable" in p for p in checks.garbage(noisy))
+    # non-ASCII prose is printable too
+    assert not any("printable" in p for p in checks.garbage("Grüße aus Köln, café und Straße. " * 10))
+    assert any("printable" in p for p in checks.garbage("\ufffd" * 100 + "text"))
 
 
 # -- a full run ------------------------------------------------------------------------------------
@@ -325,6 +378,16 @@ def test_timeout_is_a_clear_error(settings, cli):
         r = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--timeout", "0.5", "--json")
     body = json.loads(r.stdout)
     assert r.exit_code == 1 and "timed out after 0.5 s" in body["error"]
+    assert _counts(settings) == (0, 0)
+
+
+def test_a_stream_that_stalls_mid_way_times_out(settings, cli):
+    # the body is read from a blocking socket; the watchdog cuts a stream that reads nothing for --timeout
+    with OpenAIServer(Behaviour(stall_after=5, stall=30)) as srv:
+        r = cli("measure", "--endpoint", srv.url, "--model", "test-model", "--timeout", "0.5", "--json")
+    body = json.loads(r.stdout)
+    assert r.exit_code == 1 and "timed out after 0.5 s" in body["error"], body
+    assert "after 5 read(s) of the stream" in body["error"]
     assert _counts(settings) == (0, 0)
 
 

@@ -24,6 +24,8 @@ MIN_COMPRESSION = 0.2        # zlib bytes / text bytes; prose of this length is 
 MIN_PRINTABLE = 0.97         # share of characters that are printable or ordinary whitespace
 MIN_COMMON_WORDS = 0.2       # share of words in the common-word list (prose: ~0.5; token soup: ~0)
 MIN_WORDS = 20
+BLOCK = 24                   # items compared at a time when a period is tried
+_WHITESPACE = str.maketrans("", "", "\n\r\t ")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?")
 
 
@@ -39,7 +41,16 @@ def _period(seq: list, *, cover: float = PERIOD_COVER, match: float = PERIOD_MAT
         window = max(3 * p, 20)
         if window + p > n:
             break
-        if sum(map(eq, seq[n - window:], seq[n - window - p:n - p])) < match * window:
+        # the last ``window`` items against the ones p earlier, a block at a time from the end, giving up
+        # as soon as more differ than the match share allows (prose fails within a block or two)
+        allowed = window - match * window
+        differ = 0
+        for end in range(n, n - window, -BLOCK):
+            lo = max(end - BLOCK, n - window)
+            differ += (end - lo) - sum(map(eq, seq[lo:end], seq[lo - p:end - p]))
+            if differ > allowed:
+                break
+        if differ > allowed:
             continue
         same = total = 0
         start = n
@@ -93,8 +104,12 @@ def garbage(text: str) -> list[str]:
     problems: list[str] = []
     if not text:
         return problems
-    printable = sum(1 for c in text if c in "\n\r\t " or (c.isprintable() and c != "\ufffd"
-                                                           and unicodedata.category(c) not in ("Co", "Cs")))
+    bare = text.translate(_WHITESPACE)
+    if bare.isascii() and bare.isprintable():  # the usual case, without a look at each character
+        printable = len(text)
+    else:
+        printable = sum(1 for c in text if c in "\n\r\t " or (c.isprintable() and c != "\ufffd"
+                                                               and unicodedata.category(c) not in ("Co", "Cs")))
     share = printable / len(text)
     if share < MIN_PRINTABLE:
         problems.append(f"garbage: only {share:.0%} of its characters are printable text")
