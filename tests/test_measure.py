@@ -534,6 +534,61 @@ def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, 
         [q["snapshot_citation_id"] for q in before["requests"]]
 
 
+def test_export_wacz_carries_the_measurement_and_import_warc_restores_it(settings, cli, tmp_path, sqlite_template):
+    """The evidence travels: `caveat export-wacz` packs the measurement's metadata record after its
+    exchanges, and `caveat import-warc` of the package's WARC into another installation restores the
+    measurement with the same citation id, figures and per-request citations (once, however often)."""
+    import shutil
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+    from app.services.measurements import measurement_json
+    from tests.conftest import make_settings
+
+    with OpenAIServer(Behaviour(rate=4000)) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "2")
+    before = body["measurement"]
+    out = tmp_path / "m.wacz"
+    r = cli("export-wacz", str(out))
+    assert r.exit_code == 0, r.stderr
+    assert "1 measurement" in r.stdout
+    v = subprocess.run([tool("wacz"), "validate", "-f", str(out)], capture_output=True, text=True)
+    assert v.returncode == 0 and "is valid" in v.stdout, v.stdout + v.stderr
+    with zipfile.ZipFile(out) as z:
+        name = next(n for n in z.namelist() if n.startswith("archive/"))
+        z.extract(name, tmp_path / "x")
+    warc = tmp_path / "x" / name
+
+    other_dir = tmp_path / "other"
+    other_dir.mkdir()
+    shutil.copy(sqlite_template, other_dir / "caveat.db")
+    other = make_settings(other_dir, f"sqlite:///{other_dir / 'caveat.db'}")
+    runner = CliRunner()
+    for attempt in (1, 2):
+        r = runner.invoke(main, ["import-warc", str(warc)], obj=CliContext(other), catch_exceptions=False)
+        assert r.exit_code == 0, r.output
+        assert ("1 measurement restored" in r.output) == (attempt == 1), r.output
+    db = Database(other)
+    try:
+        with db.Session() as s:
+            rows = s.scalars(select(Measurement)).all()
+            assert len(rows) == 1
+            after = measurement_json(rows[0], other)
+            cids = set(s.scalars(select(Snapshot.citation_id)))
+    finally:
+        db.dispose()
+    assert after["citation_id"] == before["citation_id"]
+    for key in ("decode_tps", "decode_tps_p10", "decode_tps_p90", "ttft_ms", "repeat_test", "output_check",
+                "prompt_set_sha256"):
+        assert after[key] == before[key], key
+    assert [q["snapshot_citation_id"] for q in after["requests"]] == \
+        [q["snapshot_citation_id"] for q in before["requests"]]
+    assert {q["snapshot_citation_id"] for q in after["requests"]} <= cids
+
+
 def _self_signed(tmp_path) -> tuple[str, str]:
     import datetime as dt
     import ipaddress

@@ -29,8 +29,12 @@ def export_wacz_cmd(obj: CliContext, out: str, source: str | None, since: str | 
         report = export_wacz(s, obj.settings, out, source=source, since=since)
     for line in report.skipped:
         click.echo(f"skipped (not exported): {line}", err=True)
+    for line in report.notes:
+        click.echo(f"note: {line}", err=True)
+    n = report.measurements
+    measured = f", {n} measurement{'s' if n != 1 else ''}" if n else ""
     click.echo(f"wrote {report.path}: {report.snapshots} snapshots, {report.records} WARC records, "
-               f"{report.pages} pages")
+               f"{report.pages} pages{measured}")
     if report.skipped:
         sys.exit(1)
 
@@ -59,7 +63,9 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
         for line in r.problems:
             click.echo(f"bad record in {r.path}: {line}", err=True)
         bad += len(r.problems)
-        click.echo(f"{r.path}: {len(r.imported)} imported, {len(r.skipped)} skipped, {len(r.problems)} bad",
+        n = r.measurements
+        measured = f", {n} measurement{'s' if n != 1 else ''} restored" if n else ""
+        click.echo(f"{r.path}: {len(r.imported)} imported, {len(r.skipped)} skipped, {len(r.problems)} bad{measured}",
                    err=True)
     if bad:
         sys.exit(1)

@@ -6,6 +6,8 @@ with sha256 digests, keeping its WARC-Record-ID, target URI and date, and gets a
 and a citation id. The copy is fsynced before the rows are added, so the source file may be deleted
 afterwards. Bad records are reported one by one and skipped; the good ones around them are kept.
 A record already imported (same WARC-Record-ID) is skipped, so importing a file twice is harmless.
+A `caveat measure` evidence record (``metadata``, as `caveat export-wacz` packs them) is copied too and
+its measurement restored, pointing at the exchanges imported with it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from sqlalchemy import select
 
 from app.db import Database
 from app.errors import BadRequest
-from app.models import Snapshot
+from app.models import Measurement, Snapshot
+from app.services.measure.evidence import is_measurement_record, restore as restore_measurements
 from app.services.warcfiles import WarcStore
 from archive import digests
 from archive.citeid import citation_id_for_record
@@ -39,6 +42,7 @@ class FileReport:
     imported: list[Snapshot] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # fine, but not a response we keep
     problems: list[str] = field(default_factory=list)  # bad records, one line each
+    measurements: int = 0  # `caveat measure` measurements restored from evidence records
 
     @property
     def ok(self) -> bool:
@@ -58,6 +62,8 @@ class _Importer:
         self.by_record_id: dict[str, Snapshot] = {}
         self.by_digest: dict[str, Snapshot] = {}
         self.used_ts: dict[str, set[str]] = {}
+        self.measured: list[tuple[int, int, str, bytes]] = []  # (offset, length, record id, block) as copied
+        self.measured_ids: set[str] = set()
 
     def unique_ts(self, key: str, ts: str) -> str:
         """``ts``, moved 1 ms later until no capture with the same SURT key has it (replay's key)."""
@@ -137,6 +143,24 @@ class _Importer:
                 self.by_digest[pd] = row
         report.imported.append(row)
 
+    def add_measurement(self, rec: WarcRecord, report: FileReport, item: Scanned) -> None:
+        """A `caveat measure` evidence record (a WARC export carries them): copied as it is, and its
+        measurement restored once the file's responses have rows."""
+        rid = rec.header("WARC-Record-ID") or ""
+        if not rid or rid in self.measured_ids or self.s.scalar(
+                select(Measurement.id).where(Measurement.record_id == rid)) is not None:
+            report.skipped.append(f"offset {item.offset}: measurement evidence {rid} was imported before")
+            return
+        ts = warc_date_to_ts(rec.header("WARC-Date"))
+        if ts is None:
+            report.problems.append(f"{item.describe()}: measurement evidence without a valid WARC-Date; not imported")
+            return
+        fields = [(k, rec.header(k)) for k in ("WARC-Target-URI", "WARC-Concurrent-To") if rec.header(k)]
+        written = self.w.append(build_record("metadata", fields, content_type=rec.header("Content-Type"),
+                                             head=rec.block, ts=ts, record_id=rid, level=self.w.level))
+        self.measured_ids.add(rid)
+        self.measured.append((written.offset, written.length, written.record_id, rec.block))
+
     def assign_ids(self, rows: list[Snapshot]) -> None:
         for row in rows:
             attempt = 0
@@ -173,6 +197,9 @@ def import_warcs(db: Database, paths: list[str | Path],
                             report.problems.append(item.describe())
                             continue
                         rec = item.record
+                        if rec.warc_type == "metadata" and is_measurement_record(rec.header("Content-Type"), rec.block):
+                            imp.add_measurement(rec, report, item)
+                            continue
                         if rec.warc_type not in ("response", "revisit"):
                             report.skipped.append(f"offset {item.offset}: {rec.warc_type} record")
                             continue
@@ -181,6 +208,8 @@ def import_warcs(db: Database, paths: list[str | Path],
                     imp.assign_ids(report.imported)
                     session.add_all(report.imported)
                     session.flush()
+                    if imp.measured:  # after the exchanges they name have rows
+                        report.measurements = restore_measurements(db, writer.path, imp.measured, session=session)
             except Exception as exc:
                 writer.truncate(start)
                 writer.sync()
@@ -188,6 +217,7 @@ def import_warcs(db: Database, paths: list[str | Path],
                 report.problems.append(f"import of this file stopped and was undone ({type(exc).__name__}: {exc}); "
                                        "nothing from it was kept")
                 report.imported = []
+                report.measurements = 0
             except BaseException:
                 writer.truncate(start)
                 writer.sync()

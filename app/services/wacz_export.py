@@ -5,7 +5,8 @@ points at) are copied gzip member by gzip member, byte for byte, into one new WA
 package, so every WARC digest still verifies there. Each record's digests are checked before it is
 copied; a record that fails is left out and reported. ``pages/pages.jsonl`` gets one line per
 top-level page (``is_page``: 2xx document responses, not redirects, images or errors) with its citation
-id, URL, time, title and page text. The CDXJ carries Caveat's 17-digit timestamps, so a viewer asked
+id, URL, time, title and page text. A `caveat measure` measurement whose exchanges are all exported
+brings its ``metadata`` evidence record along (not indexed: it is no page to replay). The CDXJ carries Caveat's 17-digit timestamps, so a viewer asked
 for a capture's own timestamp opens that capture. Withdrawn and restricted captures are left out.
 """
 
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from app import __version__
 from app.config import Settings
 from app.errors import BadRequest, NotFound
-from app.models import Snapshot, Source
+from app.models import Measurement, Snapshot, Source
 from app.services.snapshots import load_record
 from archive import textquote
 from archive.cdxj import CdxjRow
@@ -40,7 +41,9 @@ class ExportReport:
     snapshots: int = 0
     records: int = 0
     pages: int = 0
-    skipped: list[str] = field(default_factory=list)
+    measurements: int = 0
+    skipped: list[str] = field(default_factory=list)  # what should have gone in and could not (exit 1)
+    notes: list[str] = field(default_factory=list)    # left out by the selection itself
 
 
 def parse_since(text: str | None) -> datetime | None:
@@ -116,6 +119,7 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
             wanted[r.id] = r
     snaps = kept
     selected = {s.id for s in snaps}
+    measured = _measurements(session, {s.citation_id for s in snaps}, report)
     rows, pages = [], []
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
         name = f"caveat-export-{ts17(datetime.now(timezone.utc))}.warc.gz"
@@ -152,6 +156,22 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                     report.snapshots += 1
                     if is_page(s):
                         pages.append(_page(settings, session, s))
+            for m in measured:  # each measurement's evidence record, after the exchanges it names
+                src = settings.warc_dir / m.warc_file
+                try:
+                    rec = read_record(src, m.offset, m.length)
+                except RecordUnreadable as exc:
+                    report.skipped.append(f"measurement {m.citation_id}: {exc.kind}: {exc.message}")
+                    continue
+                if rec.problems:
+                    report.skipped.append(f"measurement {m.citation_id}: fixity failed: {'; '.join(rec.problems)}")
+                    continue
+                with open(src, "rb") as fin:
+                    fin.seek(m.offset)
+                    f.write(fin.read(m.length))
+                pos += m.length
+                report.records += 1
+                report.measurements += 1
             f.flush()
         pages = [p for p in pages if p is not None]
         report.pages = len(pages)
@@ -161,6 +181,24 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                    software=f"Caveat {__version__}", main_page=pages[0] if pages else None,
                    sign=wacz_signer(settings))
     return report
+
+
+def _measurements(session: Session, exported: set[str], report: ExportReport) -> list[Measurement]:
+    """`caveat measure` measurements whose every exchange is exported: their ``metadata`` records go
+    into the package too, so `caveat import-warc` of it restores them. One with an exchange left out
+    (another source asked for, a date before --since, a withdrawn capture) is named in the report."""
+    out = []
+    q = select(Measurement).where(Measurement.origin == "measure", Measurement.record_id.is_not(None),
+                                  Measurement.offset.is_not(None)).order_by(Measurement.id)
+    for m in session.scalars(q):
+        cids = [r.get("snapshot_citation_id") for r in (m.result or {}).get("requests") or []]
+        have = [c for c in cids if c in exported]
+        if cids and len(have) == len(cids):
+            out.append(m)
+        elif have:
+            report.notes.append(f"measurement {m.citation_id}: {len(cids) - len(have)} of its {len(cids)} "
+                                  "exchanges are not in this export, so its evidence record is left out")
+    return out
 
 
 PAGE_MIMES = ("text/html", "application/xhtml+xml", "application/json", "text/plain", "text/markdown",

@@ -4,6 +4,8 @@ own snapshot citation."""
 
 from __future__ import annotations
 
+from contextlib import nullcontext
+
 import json
 
 from sqlalchemy import select
@@ -68,11 +70,12 @@ def is_measurement_record(content_type: str | None, block: bytes) -> bool:
     return (content_type or "").startswith("application/json") and (not block or b'"caveat_measurement"' in block[:64])
 
 
-def restore(db, path, records: list[tuple[int, int, str, bytes]]) -> int:
+def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=None) -> int:
     """Re-create the measurement rows the WARC files hold (`caveat reindex`): one per ``metadata``
     record `caveat measure` wrote, (offset, length, WARC-Record-ID, block), that has no row. The
     citation id is derived from the record id as before; who ran it is not in the WARC and is left
-    empty. Returns how many were restored."""
+    empty. Returns how many were restored. With ``session`` (`caveat import-warc`) the rows join that
+    transaction and are committed by its owner."""
     from datetime import datetime
 
     from app.models import Recipe, Snapshot
@@ -81,7 +84,7 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]]) -> int:
     made = 0
     recipes: set[str] = set()
     warc_file = path.name
-    with db.Session() as s:
+    with (nullcontext(session) if session is not None else db.Session()) as s:
         for offset, length, record_id, block in records:
             if not record_id or s.scalar(select(Measurement.id).where(Measurement.record_id == record_id)):
                 continue
@@ -129,5 +132,8 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]]) -> int:
                 recipes.add(recipe_id)
         if recipes:
             audit_recipes(s, db.settings, sorted(recipes))
-        s.commit()
+        if session is None:
+            s.commit()
+        else:
+            s.flush()  # the caller's transaction commits it, with the snapshots it came with
     return made
