@@ -224,7 +224,7 @@ def pick_headline(tps_cols: list[tuple[int, Column]]) -> int | None:
 
 
 _SIZE_HEAD = re.compile(r"^(?:model\s*)?(?:size|params|parameters|param\s*count)$", re.I)
-_PARAM_COUNT = re.compile(r"^~?\d+(?:\.\d+)?(?:\s*[-–]\s*\d+(?:\.\d+)?)?\s*[BM]$")
+_PARAM_COUNT = re.compile(r"^~?(?:\d+\s?[x×]\s?)?\d+(?:\.\d+)?(?:\s*[-–]\s*\d+(?:\.\d+)?)?\s*[BM]$")
 
 
 def size_column_as_model(cols: list[Column], column_values) -> int | None:

@@ -36,7 +36,9 @@ _NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gi
                                r"bleu|rouge|mmlu|gsm8k|humaneval|\bf1\b|\bem\b|pass@|win|elo|kld|kl\b|bench\b|"
                                r"quality|rate$|ratio|speed[\s-]?up|x$")
 _CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
-_SIZE = re.compile(r"^\d+(?:\.\d+)?\s?[BM]$")
+# a row named just "prompt" (or "prompt (16 toks)") beside a "generation" row: the prompt's processing
+_PROMPT_ROW = re.compile(r"^\s*prompt(?:\s+processing)?\s*(?:\(\s*\d[\d,]*\s*tok\w*\s*\))?\s*$", re.I)
+_SIZE = re.compile(r"^(?:\d+\s?[x×]\s?)?\d+(?:\.\d+)?\s?[BM]$")  # "70B", "1.5 B", MoE "16x17B"
 _TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second)\b", re.I)
 _GENERIC_TPS_HEADER = re.compile(r"^(?:(?:avg|average|mean)\s+)?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tps|throughput|"
                                  r"speed|tokens?\s+per\s+second)(?:\s*\(.*\))?$", re.I)
@@ -339,8 +341,9 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                     b.put("concurrency", int(H[j].strip()), H[j].strip())
                 row_text = " ".join(row[k].value for k in range(len(row)) if k not in tps)
                 local = f"{row_text} {H[j]} {cell.value} {group}"
-                ph = (phase_of(H[j]) or phase_of(cell.value) or phase_of(row_text) or phase_of(caption)
-                      or phase_of(heading) or None)
+                ph = (phase_of(H[j]) or phase_of(cell.value)
+                      or ("prefill" if row and _PROMPT_ROW.match(row[0].value) else None)
+                      or phase_of(row_text) or phase_of(caption) or phase_of(heading) or None)
                 if ph:
                     b.put("phase", ph, None)
                 sc = scope_of(H[j]) or scope_of(cell.value) or scope_of(caption) or scope_of(tbl.title)

@@ -346,3 +346,22 @@ def test_sgl_is_sglang():
     got = _figures(_RICH)
     assert {v.get("engine") for k, v in got.items() if k in (426.47, 650.95, 5320.85)} == {"SGLang"}
     assert {v.get("engine") for k, v in got.items() if k in (1688.75, 1138.18, 5522.25)} == {"vLLM"}
+
+
+def test_a_size_column_joins_the_model_name_moe_sizes_too():
+    got = _figures("| Model | Size | Gen Speed (tok/s) |\n|---|---|---|\n| Llama 4 | 16x17B | 31.81 |\n"
+                   "| Llama 3.3 | 70B | 31.33 |\n")
+    assert (got[31.81]["model"], got[31.33]["model"]) == ("Llama 4 16x17B", "Llama 3.3 70B")
+
+
+def test_an_engine_package_name_is_not_a_model():
+    from scrapers.pagefacts import find_model
+
+    assert find_model("official ggml.llamacpp WinGet build 9553, llama-cpp-python 0.2.90") is None
+    assert find_model("llama_cpp server with Llama-3-8B") == "Llama-3-8B"
+
+
+def test_a_row_named_prompt_is_the_prompt_processing_speed():
+    got = _figures(" | | not wired | wired\n---  | --- | ---\nprompt (16 toks)  | 2.35 toks/sec |  27.8 toks/sec\n"
+                   "generation (100 toks) | 0.23 toks/sec | 4.7 toks/sec\n")
+    assert {k: v["phase"] for k, v in got.items()} == {2.35: "prefill", 27.8: "prefill", 0.23: "decode", 4.7: "decode"}
