@@ -27,7 +27,7 @@ class Column:
 
 
 _TPS = re.compile(
-    r"tok(?:en)?s?\s*/\s*s(?:ec)?\b|\bt/s\b|\btps\b|tokens?\s*(?:per|/)\s*s(?:ec(?:ond)?)?\b|\bthroughput\b|"
+    r"tok(?:en)?s?\s*/\s*s(?:ec)?\b|\bt/s\b|\btps\b|tokens?[\s_-]*(?:per|/)[\s_-]*s(?:ec(?:ond)?)?\b|\bthroughput\b|"
     r"\bspeed\b|\btoks?out\b|\btok s ?out\b|\bavg ts\b|\btoks?_?s\b|\bavg_ts\b|\btok/sec\b|\btokspersecond\b|\btokens?/sec\b",
     re.I)
 _TEST = re.compile(r"\b((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\b", re.I)

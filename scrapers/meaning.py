@@ -15,7 +15,7 @@ from functools import lru_cache
 
 from scrapers.numbers import NUMBER, to_float
 
-TPS_UNIT = re.compile(r"tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?\b|(?<![\w/])t/s\b|\btps\b|tokens?\s*(?:per|/)\s*s(?:ec(?:ond)?)?\b|"
+TPS_UNIT = re.compile(r"tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?\b|(?<![\w/])t/s\b|\btps\b|tokens?[\s_-]*(?:per|/)[\s_-]*s(?:ec(?:ond)?)?\b|"
                       r"\btok/sec\b|\btoken/s\b|\btokens/sec\b|\bt/sec\b", re.I)
 THROUGHPUT = re.compile(r"\bthroughput\b|\bspeed\b|\brate\b", re.I)
 NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b|\blatency\b|\bttft\b|\btpot\b|\bitl\b|"
@@ -27,7 +27,7 @@ _PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt\s+(?:eval(?:uation)?|proces
                       r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encoded?|context\s+processing|pp512|pp2048)\b", re.I)
 _DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
                      r"predicted|token\s+generation|sampling)\b", re.I)
-_E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btotal\s+throughput|\btotal\s+tok/s|"
+_E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btotal\s+(?:throughput|tput)\b|\btotal\s+tok/s|"
                   r"\bpp\d+\s*\+\s*tg\d+|\bprefill\s*\+\s*decode|\binput\s*\+\s*output|\bprompt\s*\+\s*gen|"
                   r"\bend[\s-]to[\s-]end\b|\be2e\b|\boverall\s+throughput|\bwall(?:[\s_-]?clock)?(?:[\s_-]time)?[\s_]+(?:tok|tps)", re.I)
 _PER_USER = re.compile(r"\bper[\s-]?(?:user|request|req|stream|sequence|seq|query|session)\b|\bsingle[\s-]?(?:stream|user|"

@@ -98,6 +98,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
     origins: dict[int, int] = {}
     prose_ids: set[int] = set()
     sole = sole_model(text) if drafts else None
+    specific: dict[str, str | None] = {}
     for d, outer in drafts:
         context.apply(d, page, outer)
         for f, (v, q) in (base or {}).items():
@@ -106,6 +107,12 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
             d.builder.put("model", sole, sole)      # the only model the page names: the weakest scope
         e = _finish(d)
         if e is not None:
+            bare = e.fields.get("model")
+            if bare and not any(ch.isdigit() for ch in bare):
+                better = specific_model(text, bare, cache=specific)
+                if better:
+                    e.fields["model"] = better
+                    e.quotes["model"] = better
             pin(e, text, d.spans)
             entries.append(e)
             origins[id(e)] = d.block.start if d.block is not None else -1
@@ -136,6 +143,32 @@ def sole_model(text: str) -> str | None:
             found.setdefault(_model_norm(name), name)
     found.pop("", None)
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+def specific_model(text: str, family: str, *, cache: dict | None = None) -> str | None:
+    """A bare family name ("deepseek", "Qwen": no version, no size) made specific: the one model the
+    page names that starts with it and has a number in it ("DeepSeek-R1-0528", also when it is first
+    said shorter, "DeepSeek R1"); None when the page names none or several different ones."""
+    if cache is not None and family in cache:
+        return cache[family]
+    from scrapers.tools.common import model_from_path
+
+    fam = _model_norm(family)
+    found: dict[str, str] = {}
+    if fam:
+        for _at, name in pagefacts.models_in(text[:_SCAN_MODELS]):
+            name = model_from_path(name)
+            key = _model_norm(name)
+            if key.startswith(fam) and key != fam and any(ch.isdigit() for ch in name):
+                found.setdefault(key, name)
+    out = None
+    if found:
+        longest = max(found, key=len)      # "DeepSeek R1" and "DeepSeek-R1-0528": one model, said twice
+        if all(longest.startswith(k) for k in found):
+            out = found[longest]
+    if cache is not None:
+        cache[family] = out
+    return out
 
 
 def _model_norm(name: str) -> str:
@@ -229,6 +262,12 @@ def finish_drafts(drafts: list[Draft], text: str) -> list[ParsedEntry]:
     for d in drafts:
         e = _finish(d)
         if e is not None:
+            bare = e.fields.get("model")
+            if bare and not any(ch.isdigit() for ch in bare):
+                better = specific_model(text, bare, cache=specific)
+                if better:
+                    e.fields["model"] = better
+                    e.quotes["model"] = better
             pin(e, text, d.spans)
             out.append(e)
     return dedupe(out)

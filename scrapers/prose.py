@@ -19,8 +19,8 @@ from scrapers.tables import Draft
 _TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
                   r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:->|→|=>|-|–|to)\s*~?"
                   + NUMBER + r")?\s*(?:\*\*)?\s*(?P<ph>(?:decode|prefill|PP|TG|prompt|gen(?:eration)?|output|eval)\s+)?"
-                  r"(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second|TPS|"
-                  r"tok/sec|t/sec)\b", re.I)
+                  r"(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+s(?:ec(?:ond)?)?|TPS|"
+                  r"tok/sec|t/sec)\b", re.I)   # "tokens-per-sec": mlx_lm's generate
 _STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)
 _DELTA_BEFORE = re.compile(r"(?:[+−]|\bby\s+|\bgains?\s+(?:of\s+)?|\bextra\s+|\badditional\s+)$", re.I)
 _DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvement|gain|increase|decrease|boost|"
@@ -67,13 +67,16 @@ def _last_model_before(chunk: str, a: int) -> str | None:
     return find_model(name) or name
 
 
-_KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+"
-                     r"second|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
+_KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+"
+                     r"s(?:ec(?:ond)?)?|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
                      r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
 
 
-_INLINE_TPS = re.compile(r"(?<![\w.])(?P<k>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*[_-](?:TPS|tps|tok_?s|toks_?per_?s))"
-                         r"\s*[=:]\s*(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)(?![\d.])")
+_INLINE_TPS = re.compile(r"(?<![\w.])(?:(?P<k>[A-Za-z][A-Za-z0-9]*(?:[_-][A-Za-z0-9]+)*[_-](?:TPS|tps|tok_?s|toks_?per_?s))"
+                         r"\s*[=:]|(?P<k2>(?:[A-Za-z][A-Za-z0-9]*_)*tokens?_per_s(?:ec(?:ond)?)?)(?:\s*[=:]|[ \t]+))"
+                         r"\s*(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)(?![\d.])")
+# "tokens_per_sec 43.09": a snake_case name that is itself the unit may be followed by its value after a
+# space alone (TensorRT-LLM's "[BENCHMARK] ... tokens_per_sec 43.09 generation_tokens_per_second 50.379")
 
 
 def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft], list[tuple[int, int]]]:
@@ -84,7 +87,7 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
 
     out, claimed = [], []
     chunk, a0 = blk.text, blk.start
-    if ":" not in chunk and "=" not in chunk:
+    if ":" not in chunk and "=" not in chunk and "_per_s" not in chunk:
         return out, claimed
     matches = list(_KV_TPS.finditer(chunk))
     lined = [(m.start(), m.end()) for m in matches]
@@ -92,7 +95,7 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
         if not any(a <= m.start() < b for a, b in lined):
             matches.append(m)
     for m in sorted(matches, key=lambda x: x.start()):
-        k = m.group("k").strip().replace("_", " ")
+        k = (m.group("k") or m.group("k2")).strip().replace("_", " ")
         if not_tps(k) or re.search(r"(?i)\brequest", k):
             continue
         v = to_float(m.group("v"))

@@ -365,3 +365,31 @@ def test_a_row_named_prompt_is_the_prompt_processing_speed():
     got = _figures(" | | not wired | wired\n---  | --- | ---\nprompt (16 toks)  | 2.35 toks/sec |  27.8 toks/sec\n"
                    "generation (100 toks) | 0.23 toks/sec | 4.7 toks/sec\n")
     assert {k: v["phase"] for k, v in got.items()} == {2.35: "prefill", 27.8: "prefill", 0.23: "decode", 4.7: "decode"}
+
+
+def test_mlx_lm_generate_output_is_read():
+    got = _figures("```\nPrompt: 17 tokens, 42.003 tokens-per-sec\nGeneration: 1687 tokens, 20.371 tokens-per-sec\n"
+                   "Peak memory: 55.0 GB\n```\n")
+    assert {k: (v["phase"], v.get("engine")) for k, v in got.items()} == {42.003: ("prefill", "MLX"),
+                                                                          20.371: ("decode", "MLX")}
+    assert got[20.371]["gen_tokens"] == 1687
+
+
+def test_a_snake_case_unit_name_followed_by_its_value():
+    got = _figures("[BENCHMARK] model_name llama_13b batch_size 1 latency(ms) 4409.816 tokens_per_sec 43.09 "
+                   "generation_time(ms) 3751.546 generation_tokens_per_second 50.379\n", "text")
+    assert set(got) == {43.09, 50.379} and got[50.379]["phase"] == "decode"
+
+
+def test_total_tput_is_end_to_end():
+    got = _figures("| Metric | conc=8 |\n|---|---|\n| Total tput/GPU (tok/s) | 148.6 |\n| Output tput/GPU (tok/s) | 74.6 |\n"
+                   "| Input tput/GPU (tok/s) | 74.0 |\n")
+    assert {k: v["phase"] for k, v in got.items()} == {148.6: "e2e", 74.6: "decode", 74.0: "prefill"}
+
+
+def test_a_bare_family_name_takes_the_one_specific_model_the_page_names():
+    body = ("# deepseek sglang h200 run\n\nWe ran DeepSeek R1 again.\n\n**Config:** DeepSeek-R1-0528 | SGLang v0.5.7\n\n"
+            "| Metric | conc=8 |\n|---|---|\n| Output tput (tok/s) | 74.6 |\n")
+    assert _figures(body)[74.6]["model"] == "DeepSeek-R1-0528"
+    two = body.replace("We ran DeepSeek R1 again.", "We ran DeepSeek-V3 first.")
+    assert _figures(two)[74.6]["model"] == "deepseek"     # two different ones: the page does not say which
