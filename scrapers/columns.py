@@ -28,7 +28,8 @@ class Column:
 
 _TPS = re.compile(
     r"tok(?:en)?s?\s*/\s*s(?:ec)?\b|\bt/s\b|\btps\b|tokens?[\s_-]*(?:per|/)[\s_-]*s(?:ec(?:ond)?)?\b|\bthroughput\b|"
-    r"\bspeed\b|\btoks?out\b|\btok s ?out\b|\bavg ts\b|\btoks?_?s\b|\bavg_ts\b|\btok/sec\b|\btokspersecond\b|\btokens?/sec\b",
+    r"\bspeed\b|\btoks?out\b|\btok s ?out\b|\bavg ts\b|\btoks?_?s\b|\bavg_ts\b|\btok/sec\b|\btokspersecond\b|\btokens?/sec\b|"
+    r"^(?:pp|tg)\s*/\s*s(?:ec)?$",     # "PP/s", "TG/s": prompt processing and token generation per second
     re.I)
 _TEST = re.compile(r"\b((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\b", re.I)
 _PEAK = re.compile(r"\b(fastest|peak|max(?:imum)?|best|top)\b", re.I)

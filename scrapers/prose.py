@@ -40,6 +40,10 @@ def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
     found = [(i + a, name) for i, name in models_in(sent)]
     if len(found) < 2:
         return None
+    ls, le = chunk.rfind("\n", 0, at) + 1, chunk.find("\n", at)
+    line = [x for x in found if ls <= x[0] < (le if le >= 0 else len(chunk))]
+    if line:      # list items without full stops: the figure's own line names its model
+        found = line
     after = re.match(r"\s*(?:for|with|on|using|running)\s+", chunk[end:end + 20])
     best = min(found, key=lambda x: abs(x[0] - at) - (1000 if after and x[0] >= end else 0))
     name = best[1]
@@ -67,7 +71,7 @@ def _last_model_before(chunk: str, a: int) -> str | None:
     return find_model(name) or name
 
 
-_KV_TPS = re.compile(r"^[ \t>*-]*(?P<k>[A-Za-z][^:=\n]{1,60}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+"
+_KV_TPS = re.compile(r"^[ \t>*-]*(?:\[[^\]\n]{1,60}\][ \t]*)*(?P<k>(?=[A-Za-z])[^:=\n]{0,61}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+"
                      r"s(?:ec(?:ond)?)?|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
                      r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
 

@@ -334,7 +334,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                 if size_col is not None and size_col < len(row) and "model" in b.entry.fields:
                     sz = row[size_col].value
                     if _SIZE.match(sz) and sz.replace(" ", "").lower() not in b.entry.fields["model"].replace(" ", "").lower():
-                        b.entry.fields["model"] = f"{b.entry.fields['model']} {sz}"
+                        b.entry.fields["model"] = f"{b.entry.fields['model']} {sz.replace(' ', '')}"  # "1.5 B": 1.5B
                         b.entry.quotes.pop("model", None)
                 _header_meaning(b, H[j], has)
                 if _INT.match(H[j].strip()) and re.search(r"(?i)conc|batch|users|streams|^c$", H[0]):

@@ -393,3 +393,26 @@ def test_a_bare_family_name_takes_the_one_specific_model_the_page_names():
     assert _figures(body)[74.6]["model"] == "DeepSeek-R1-0528"
     two = body.replace("We ran DeepSeek R1 again.", "We ran DeepSeek-V3 first.")
     assert _figures(two)[74.6]["model"] == "deepseek"     # two different ones: the page does not say which
+
+
+def test_pp_per_s_and_tg_per_s_columns_are_speeds():
+    got = _figures("| GPU | Model | Prompt Tokens | PP/s | TTFT | Generated Tokens | TG/s |\n|---|---|---|---|---|---|---|\n"
+                   "| A6000-48GB | llama3.1:70b | 483 | 489.28 | 0.99 | 732 | 12.50 |\n")
+    assert {k: v["phase"] for k, v in got.items()} == {489.28: "prefill", 12.5: "decode"}
+    assert got[12.5]["model"] == "llama3.1:70b"
+
+
+def test_a_log_line_with_a_timestamp_prefix_and_a_bare_unit_label():
+    got = _figures("```\n[2026-01-16 13:51:08,668 INFO] Tokens per second: 291.0\nTokens/s: 12\n```\n")
+    assert set(got) == {291.0, 12.0}
+
+
+def test_a_size_cell_with_a_space_joins_without_it():
+    got = _figures("| Model | Size | Performance (tok/s) |\n|---|---|---|\n| DeepSeek R1 | 1.5 B | 15 |\n| Qwen 2.5 | 0.5 B | 25 |\n")
+    assert {v["model"] for v in got.values()} == {"DeepSeek R1 1.5B", "Qwen 2.5 0.5B"}
+
+
+def test_list_items_take_the_model_on_their_own_line():
+    got = _figures("Example speed (RTX 4090):\n\n- Vicuna 7B (GEMV kernel): 198.848 tokens/s\n"
+                   "- Mistral 7B (GEMM kernel): 156.317 tokens/s\n- Mixtral 46.7B (GEMM kernel): 93 tokens/s\n")
+    assert {k: v["model"] for k, v in got.items()} == {198.848: "Vicuna 7B", 156.317: "Mistral 7B", 93.0: "Mixtral 46.7B"}
