@@ -416,3 +416,18 @@ def test_list_items_take_the_model_on_their_own_line():
     got = _figures("Example speed (RTX 4090):\n\n- Vicuna 7B (GEMV kernel): 198.848 tokens/s\n"
                    "- Mistral 7B (GEMM kernel): 156.317 tokens/s\n- Mixtral 46.7B (GEMM kernel): 93 tokens/s\n")
     assert {k: v["model"] for k, v in got.items()} == {198.848: "Vicuna 7B", 156.317: "Mistral 7B", 93.0: "Mixtral 46.7B"}
+
+
+def test_model_paths_lose_their_folders_modelscope_dots_and_quant_tails():
+    from scrapers.tools.common import model_from_path
+
+    assert model_from_path("/home/x/nm-testing/Qwen2___5-VL-72B-Instruct-quantized___w8a8") == "Qwen2.5-VL-72B-Instruct"
+    assert model_from_path("~/models/mlx-community/Qwen3-0.6B-8bit") == "Qwen3-0.6B"
+    assert model_from_path("Qwen/Qwen3-8B-AWQ") == "Qwen/Qwen3-8B-AWQ"     # a hub id is kept as given
+
+
+def test_a_capitalised_word_between_family_and_size_belongs_to_the_name():
+    from scrapers.pagefacts import find_model
+
+    assert find_model("Nemotron Super 120B (5-bit): 36.4 tok/s at 4K") == "Nemotron Super 120B"
+    assert find_model("Llama before 7B were slow") == "Llama"

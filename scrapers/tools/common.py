@@ -45,8 +45,8 @@ def draft(value: float, quote: str | None, span: tuple[int, int] | None, source:
     return Draft(b, [span] if span else [], "", source)
 
 
-_GGUF_TAIL = re.compile(r"(?i)[-_.](?:UD-)?(?:I?Q\d(?:_[A-Z0-9]+)*|F16|BF16|F32|FP16|FP8|MXFP4|NVFP4|AWQ|GPTQ)"
-                        r"(?:[-_.]\d+of\d+)?$")
+_GGUF_TAIL = re.compile(r"(?i)[-_.](?:UD-)?(?:I?Q\d(?:_[A-Z0-9]+)*|F16|BF16|F32|FP16|FP8|MXFP4|NVFP4|AWQ|GPTQ|"
+                        r"(?:quantized[-_.])?w\d+a\d+|\d+bit)(?:[-_.]\d+of\d+)?$")
 
 
 def model_from_path(path: str) -> str:
@@ -54,6 +54,8 @@ def model_from_path(path: str) -> str:
     s = str(path).strip()
     base = s.rsplit("/", 1)[-1] if ("/" in s and (s.startswith(("/", ".", "~")) or s.endswith(".gguf"))) else s
     base = re.sub(r"(?i)(?:-\d{5}-of-\d{5})?\.gguf$", "", base)
+    if base != s and "___" in base:          # ModelScope's downloads spell "." as "___": Qwen2___5-VL-72B
+        base = base.replace("___", ".")
     if "--" in base and "/" not in base:     # the hub cache's "models--Qwen--Qwen3-30B-A3B": org--name
         base = base.rsplit("--", 1)[-1]
     if base != s or s.endswith(".gguf"):

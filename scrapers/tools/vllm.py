@@ -48,7 +48,9 @@ def _command_before(text: str, at: int) -> dict:
         if m.group(1) == "max-concurrency" and m.group(2).isdigit():
             out["concurrency"] = int(m.group(2))
         elif m.group(1) == "model" and not m.group(2).startswith("$"):
-            out.setdefault("model", m.group(2))
+            from scrapers.tools.common import model_from_path
+
+            out.setdefault("model", model_from_path(m.group(2)))   # a local path: the checkpoint's folder name
         elif m.group(1) == "tokenizer" and "/" in m.group(2) and not m.group(2).startswith("$"):
             out["tokenizer"] = m.group(2).rstrip("/").rsplit("/", 1)[-1]
     if "tokenizer" in out:      # --model is often a served alias; the tokenizer path names the checkpoint
