@@ -61,13 +61,14 @@ _CTX = _c(r"(?:--max[-_]model[-_]len|--context[-_]length|--ctx[-_]size|-c|\bcont
 _PROMPT_TOK = _c(r"(?P<v>\d[\d,]*)[\s-]*token\s+prompt|prompt\s+(?:of\s+)?(?P<w>\d[\d,]*)\s+tokens")
 _PROMPT = re.compile(r"(?:prompt(?:ed)?|asking\s+(?:the\s+model|it)\s+to|asked\s+(?:the\s+model\s+)?to)\s*[:=]?\s*"
                      r"[\"“'‘](?P<p>[^\"”’\n]{3,240})[\"”’]", _I)
-_CLOCKS = _c(r"\b(?:locked\s+clocks?|clocks?\s+(?:locked|raised|pinned)(?:\s+(?:at|to)\s+\d+\s*MHz)?|"
+_CLOCKS = _c(r"\bjetson_clocks\b|\bmaxim(?:um|i[sz]ed)\s+clocks?(?:\s+speeds?)?|\b(?:locked\s+clocks?|clocks?\s+(?:locked|raised|pinned)(?:\s+(?:at|to)\s+\d+\s*MHz)?|"
              r"(?:raised|pinned|fixed)\s+clocks?|--lock-gpu-clocks\s*[= ]\s*\d+(?:,\d+)?|\d{3,4}\s*MHz\s+(?:core\s+)?clocks?)")
 _POWER = _c(r"(?:power\s*(?:limit|cap)?\s*(?:of|at|=|:)?\s*|-pl\s*|\bat\s+)?(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b(?!/)")
 _POWER_STRICT = _c(r"(?:power[\s-]*(?:limit(?:ed)?|cap(?:ped)?)\s*(?:of|at|to|=|:)?\s*|-pl\s*)(?P<v>\d{2,4}(?:,\d{3})?\s?W)\b"
                    r"|(?P<w>\d{2,4}\s?W)\s+power[\s-]*(?:limit|cap)|\b(?:software|firmware|driver)[\s-]*(?:limited|capped)\s+"
                    r"(?:to|at)\s+(?P<x>\d{2,4}(?:,\d{3})?\s?W)\b|\bTGP\s*(?:of|=|:)?\s*(?P<y>\d{3,4}\s?W)\b|"
-                   r"(?P<z>\d{3,4}\s?W)\s+TGP\b")
+                   r"(?P<z>\d{3,4}\s?W)\s+TGP\b|(?P<j>\d{1,3}\s?W)\s+power\s+mode\b|\b(?P<m>MAXN(?:_SUPER)?)\b")
+# (Jetson boards: "25W power mode", "MAXN_SUPER" are power modes chosen for the run)
 _KV_CACHE = _c(r"(?:--kv[-_]cache[-_]dtype|kv[-_]cache[-_]dtype|--cache[-_]type[-_][kv]|(?<![\w-])-ct[kv]|"
                r"cache[-_]type[-_][kv]|\bKV[- ]cache(?:\s+(?:dtype|type|quantization|precision))?)\s*[=:]?\s*[\"'`]?"
                r"(?P<v>(?:nv)?fp[48]\w*|q[2-8]_\w+|int[48]|bf16|f16|fp16|e[45]m\d\w*|auto)\b")
@@ -190,7 +191,7 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
         m = _PROMPT.search(text)
         if m:
             _put(out, "prompt", m.group("p"), m.group("p"))
-    if "clock" in low or "mhz" in low:
+    if "clock" in low or "mhz" in low:      # "jetson_clocks", "locked clocks", "1980 MHz clocks"
         m = _CLOCKS.search(text)
         if m:
             _put(out, "clocks", m.group(0), m.group(0))

@@ -431,3 +431,12 @@ def test_a_capitalised_word_between_family_and_size_belongs_to_the_name():
 
     assert find_model("Nemotron Super 120B (5-bit): 36.4 tok/s at 4K") == "Nemotron Super 120B"
     assert find_model("Llama before 7B were slow") == "Llama"
+
+
+def test_jetson_power_modes_and_clocks_are_stated_conditions():
+    from scrapers.phrases import extract
+
+    assert extract("the module configured in 25W power mode", strict=True)["power"][0] == "25W"
+    assert extract("Jetson Orin NX 16GB (MAXN_SUPER mode)", strict=True)["power"][0] == "MAXN_SUPER"
+    assert extract("Maximized clock speeds (`jetson_clocks`)", strict=True)["clocks"][0].startswith("Maximized clock")
+    assert "power" not in extract("a 25W charger was nearby", strict=True)

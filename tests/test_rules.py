@@ -229,6 +229,7 @@ def test_single_run():
     assert_finding(check("single_run", {"headline_tps": 55}), "single_run")
     assert check("single_run", {"headline_tps": 131.42, "spread": 0.59}) is None
     assert check("single_run", {"headline_tps": 131.42, "samples": [130.0, 131.0, 133.0]}) is None
+    assert check("single_run", {"headline_tps": 15, "_extra": {"range_high": 17}}) is None   # "~15-17 tok/s"
 
 
 # -- unpinned_build --------------------------------------------------------------------------------
@@ -299,6 +300,9 @@ def test_clocks_or_power():
     assert_finding(check("clocks_or_power", {"power": "450 W"}), "clocks_or_power")
     assert_finding(check("clocks_or_power", {"notes": "ran after nvidia-smi -lgc 2400"}), "clocks_or_power")
     assert check("clocks_or_power", {"clocks": "stock"}) is None
+    assert_finding(check("clocks_or_power", {"clocks": "jetson_clocks"}), "clocks_or_power")
+    assert_finding(check("clocks_or_power", {"power": "MAXN_SUPER"}), "clocks_or_power")
+    assert_finding(check("clocks_or_power", {"power": "25W"}), "clocks_or_power")
     assert check("clocks_or_power", {"notes": "default settings"}) is None
 
 
@@ -339,7 +343,7 @@ def test_aggregate_as_single_stream_reads_scope_and_shown_concurrency():
 
 
 def test_ruleset_version_bumped_for_the_scope_rules():
-    assert RULESET_VERSION == "2026.12.3"
+    assert RULESET_VERSION == "2026.12.4"
 
 
 def test_short_shape_reads_the_runs_own_context_from_its_prompt():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from app.services.rules import acceptance, conditions, headline, repetition  # noqa: F401  (registers)
 from app.services.rules.base import RULES, SEVERITY_RANK, Context, Finding, Rung, Steady
 
-RULESET_VERSION = "2026.12.3"
+RULESET_VERSION = "2026.12.4"
 SEVERITIES = ("critical", "high", "medium", "low")
 BLOCKING = ("critical", "high")  # a headline with one of these standing is never the working number
 

@@ -16,6 +16,9 @@ def single_run(f, q, ctx):
     if n is not None and n <= 1:
         return {"numbers": {"n_runs": int(n)}, "explanation": "The figure comes from a single run.",
                 "quotes": [quote(f, q, "n_runs")]}
+    extra = f.get("_extra") if isinstance(f.get("_extra"), dict) else {}
+    if extra.get("range_high") is not None:
+        return None     # "~15-17 tok/s": a stated range is how the figure moved between runs
     if n is None and f.get("spread") is None and len(samples) < 2:
         return {"numbers": {"n_runs": None, "spread": None, "samples": len(samples)},
                 "explanation": "No spread, no per-run samples and no run count: the figure may be one run.",
@@ -193,9 +196,9 @@ def short_shape(f, q, ctx):
             "quotes": quotes}
 
 
-_CLOCKS = re.compile(r"\block(?:ed)?\b|\braised\b|\boverclock\w*|\bboost\w*|\bfixed\b|\bpinned\b|\bmax\b|"
+_CLOCKS = re.compile(r"jetson_clocks|\bmaxim(?:um|i[sz]ed)\b|\block(?:ed)?\b|\braised\b|\boverclock\w*|\bboost\w*|\bfixed\b|\bpinned\b|\bmax\b|"
                      r"\b\d{3,4}\s*MHz\b|-lgc\b|--lock-gpu-clocks", re.I)
-_POWER = re.compile(r"\b\d{2,4}\s*W\b|\bpower[- ]limit\w*|\bunlocked\b|\braised\b|-pl\b", re.I)
+_POWER = re.compile(r"\b\d{1,4}\s*W\b|\bMAXN\w*|\bpower[- ]limit\w*|\bunlocked\b|\braised\b|-pl\b", re.I)
 _STOCK = re.compile(r"\b(?:stock|default|unchanged|not changed|unmodified)\b", re.I)
 _CMD_CLOCKS = re.compile(r"nvidia-smi\s+(?:-lgc|-pl|--lock-gpu-clocks|--power-limit)|\blocked\s+clocks?\b|"
                          r"\bclocks?\s+locked\b|\bpower\s+limit\s+(?:raised|set)\b", re.I)
