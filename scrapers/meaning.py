@@ -49,11 +49,17 @@ _FIG = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|up\s+to\s
                   r"(?:\s*(?:-|–|—|to)\s*~?(?P<hi>" + NUMBER + r"))?", re.I)
 
 
+_CJK_EDGE = re.compile(r"(?<=[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])(?=[A-Za-z0-9])|"
+                       r"(?<=[A-Za-z0-9])(?=[\u3000-\u30ff\u3400-\u9fff\uff00-\uffef])")
+
+
 @lru_cache(maxsize=8192)
 def phase_of(text: str) -> str | None:
     """decode | prefill | e2e for a label or header, None when it does not say."""
     if not text:
         return None
+    if not text.isascii():   # "我测出来Prefill": a CJK character is a word character, so no \b before the word
+        text = _CJK_EDGE.sub(" ", text)
     if _E2E.search(text):
         return "e2e"
     p, d = _PREFILL.search(text), _DECODE.search(text)

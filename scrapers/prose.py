@@ -50,7 +50,7 @@ def _nearest_model(chunk: str, a: int, b: int, at: int, end: int) -> str | None:
     return find_model(name) or name
 
 
-_HEAD_SPLIT = re.compile(r"[.,;)(]|\band\b")
+_HEAD_SPLIT = re.compile(r"[.,;)(，。；（）]|\band\b")
 
 
 def _models_here(text: str) -> bool:
@@ -71,8 +71,8 @@ def _last_model_before(chunk: str, a: int) -> str | None:
     return find_model(name) or name
 
 
-_KV_TPS = re.compile(r"^[ \t>*-]*(?:\[[^\]\n]{1,60}\][ \t]*)*(?P<k>(?=[A-Za-z])[^:=\n]{0,61}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+"
-                     r"s(?:ec(?:ond)?)?|tps|throughput|speed)[^:=\n]{0,20}?)\s*[:=]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
+_KV_TPS = re.compile(r"^[ \t>*-]*(?:\[[^\]\n]{1,60}\][ \t]*)*(?P<k>(?=[A-Za-z])[^:=：\n]{0,61}?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+"
+                     r"s(?:ec(?:ond)?)?|tps|throughput|speed)[^:=：\n]{0,20}?)\s*[:=：]\s*\**(?P<approx>~|≈)?(?P<v>\d[\d,]*(?:\.\d+)?)\**"
                      r"[ \t]*(?:tok(?:en)?s?\s*/\s*s\w*|t/s)?[ \t]*$", re.M | re.I)
 
 
@@ -91,7 +91,7 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
 
     out, claimed = [], []
     chunk, a0 = blk.text, blk.start
-    if ":" not in chunk and "=" not in chunk and "_per_s" not in chunk:
+    if ":" not in chunk and "=" not in chunk and "：" not in chunk and "_per_s" not in chunk:
         return out, claimed
     matches = list(_KV_TPS.finditer(chunk))
     lined = [(m.start(), m.end()) for m in matches]
@@ -156,7 +156,8 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             if seen is not None:
                 seen.append((1, why))
             continue
-        sent_a = max(chunk.rfind(". ", 0, m.start()) + 2, chunk.rfind("\n", 0, m.start()) + 1, 0)
+        stop = chunk.rfind(". ", 0, m.start())   # (none: the sentence starts with the block, at 0)
+        sent_a = max(stop + 2 if stop >= 0 else 0, chunk.rfind("\n", 0, m.start()) + 1)
         if blk.in_code:
             # a log or a pasted result: each line is one record, and a line ending in ":" right above it
             # ("EAGLE-3 (num_steps=8):") names the run the record belongs to
@@ -191,7 +192,7 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             b = Builder(context=sentence[:300])
             b.put("headline_tps", v, lit)
             b.put("label", sentence[:200], None)
-            tail = re.split(r"[.,;:)(\n]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]   # its own line
+            tail = re.split(r"[.,;:)(\n，。；：（）]|\band\b", chunk[m.end():m.end() + 40], maxsplit=1)[0]   # its own line
             # the words right before the figure ("output: 128.64", "input = 47.09"), its label's own punctuation aside
             before = chunk[max(sent_a, m.start() - 50):m.start()]
             head = (_HEAD_SPLIT.split(before.rstrip(" \t:=~≈*["))[-1].split(":")[-1]

@@ -440,3 +440,16 @@ def test_jetson_power_modes_and_clocks_are_stated_conditions():
     assert extract("Jetson Orin NX 16GB (MAXN_SUPER mode)", strict=True)["power"][0] == "MAXN_SUPER"
     assert extract("Maximized clock speeds (`jetson_clocks`)", strict=True)["clocks"][0].startswith("Maximized clock")
     assert "power" not in extract("a 25W charger was nearby", strict=True)
+
+
+def test_the_first_word_of_a_block_is_read_with_its_sentence():
+    got = _figures("Prefill 50.53 token/s, Decode 10.11 token/s, on the test machine\n", "text")
+    assert {k: v["phase"] for k, v in got.items()} == {50.53: "prefill", 10.11: "decode"}
+
+
+def test_chinese_punctuation_and_words_next_to_cjk_characters():
+    got = _figures("我测出来Prefill 50.53  token/s，Decode 10.11  token/s，测试机器\n", "text")
+    assert {k: v["phase"] for k, v in got.items()} == {50.53: "prefill", 10.11: "decode"}
+    kv = _figures("Prefill token/s（最高）：13.35\nDecode token/s：13.5\n", "text")
+    assert {k: v["phase"] for k, v in kv.items()} == {13.35: "prefill", 13.5: "decode"}
+    assert "最高" in kv[13.35]["headline_label"]

@@ -437,3 +437,7 @@ def test_a_max_throughput_caption_does_not_flag_its_batch_one_rows():
     f = dict(CLEAN, caption="Max Throughput & Min Latency", headline_tps=185.0, headline_label="Throughput (out tok/s)")
     assert "best_of" not in fired(dict(f, concurrency=1))
     assert "best_of" in fired(dict(f, concurrency=64))
+
+
+def test_best_of_reads_chinese_words_for_highest():
+    assert_finding(check("best_of", {"headline_tps": 13.35, "headline_label": "Prefill token/s（最高）"}), "best_of")

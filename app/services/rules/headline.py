@@ -104,7 +104,8 @@ def ladder_top_rung(f, q, ctx):
     }
 
 
-_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))", re.I)
+_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))|"
+                   r"最高|最大|峰值|最快", re.I)   # (Chinese: highest, maximum, peak, fastest)
 _UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|peak(?:s|ed)? at|tops? out at)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
 # (not "reach 241 tok/s" or "hits 3 tok/s": a result stated plainly, not a ceiling)
 
