@@ -453,3 +453,27 @@ def test_chinese_punctuation_and_words_next_to_cjk_characters():
     kv = _figures("Prefill token/s（最高）：13.35\nDecode token/s：13.5\n", "text")
     assert {k: v["phase"] for k, v in kv.items()} == {13.35: "prefill", 13.5: "decode"}
     assert "最高" in kv[13.35]["headline_label"]
+
+
+_RESULT_JSON = ('{\n  "model": "~/models/mlx-community/Qwen3-0.6B-8bit",\n  "hardware": {"chip": "M4 Pro", "memory_gb": 48.0},\n'
+                '  "num_runs": 5,\n  "ttft_ms": {"mean": 74.6},\n  "tokens_per_second": {\n    "generation_mean": 284.21,\n'
+                '    "generation_max": 285.50,\n    "processing_mean": 147.31,\n    "total_throughput": 274.84\n  },\n'
+                '  "requests_per_second": 1.03\n}')
+
+
+def test_a_pasted_result_json_of_no_known_tool_gives_one_entry_per_speed():
+    got = _figures("Results from our script:\n\n```\n" + _RESULT_JSON + "\n```\n")
+    assert {k: v["phase"] for k, v in got.items()} == {284.21: "decode", 285.5: "decode", 147.31: "prefill",
+                                                       274.84: "e2e"}
+    assert {v["model"] for v in got.values()} == {"Qwen3-0.6B"} and got[284.21]["n_runs"] == 5
+    assert got[284.21]["hardware"] == "M4 Pro"
+    r = scrapers.parse(_RESULT_JSON.encode(), kind="json", content_type="application/json")
+    assert sorted(e.fields["headline_tps"] for e in r.entries) == [147.31, 274.84, 284.21, 285.5]
+    assert all(e.selectors for e in r.entries)
+
+
+def test_a_result_json_with_telemetry_lists_is_still_one_result():
+    body = ('{"metadata": {"model": "llama3.2-1b"}, "benchmark_results": {"ttft_ms": 7879.98, "tokens_per_sec": 15.6},\n'
+            ' "events": [{"name": "Start", "timestamp": "t"}], "timeseries": [{"temp_c": 37.1}, {"temp_c": 37.5}]}')
+    r = scrapers.parse(body.encode(), kind="json", content_type="application/json")
+    assert [(e.fields["headline_tps"], e.fields.get("model")) for e in r.entries] == [(15.6, "llama3.2-1b")]
