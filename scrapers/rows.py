@@ -194,11 +194,25 @@ class Builder:
 
     def finish(self) -> ParsedEntry:
         e = self.entry
+        model = e.fields.get("model")
+        if isinstance(model, str) and model.endswith(")"):
+            m = _PAREN_FORMAT.search(model)     # "Qwen3-0.6B (BF16)", "Llama-3.2-3B (GGUF)": a weights format
+            if m and m.start() > 0:
+                e.fields["model"] = model[:m.start()].rstrip()
+                if e.quotes.get("model") == model:
+                    e.quotes["model"] = e.fields["model"]
+                q = find_quant(m.group(1))
+                if q and "quantization" not in e.fields:
+                    self.put("quantization", q, q)
         if "quantization" not in e.fields and "model" in e.fields:
             q = find_quant(e.fields["model"])
             if q:
                 self.put("quantization", q, q)
         return e
+
+
+_PAREN_FORMAT = re.compile(r"\s*\(\s*((?:UD-)?I?Q\d(?:_[A-Z0-9]+)*|BF16|FP16|F16|FP32|F32|FP8|FP4|NVFP4|MXFP4|"
+                           r"W\d+A\d+|AWQ|GPTQ|GGUF|MLX|EXL[23]|\d+(?:\.\d+)?[- ]?bits?|\d+(?:\.\d+)?\s?bpw)\s*\)$", re.I)
 
 
 def _is_test_table(tps_cols: list[Column]) -> bool:

@@ -38,6 +38,13 @@ _NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gi
 _CNUM = re.compile(r"^(?:c|C|bs|BS|batch\s*|conc\s*)(\d{1,5})$")
 # a row named just "prompt" (or "prompt (16 toks)") beside a "generation" row: the prompt's processing
 _PROMPT_ROW = re.compile(r"^\s*prompt(?:\s+processing)?\s*(?:\(\s*\d[\d,]*\s*tok\w*\s*\))?\s*$", re.I)
+# benchmark datasets and workloads a table's rows may be named after ("HumanEval (75)", "MT-Bench")
+_DATASET = re.compile(r"(?i)^(?:human[\s-]?eval(?:\+|[\s-]plus)?|mbpp(?:\+)?|gsm[\s-]?8k|mt[\s-]?bench|terminal[\s-]?bench|"
+                      r"swe[\s-]?bench(?:[\s-](?:verified|lite))?|sharegpt|alpaca(?:[\s-]?eval)?|long[\s-]?bench|mmlu(?:[\s-]pro)?|"
+                      r"cnn(?:[\s/_-]?daily[\s-]?mail|dm)?|sonnet|arena[\s-]?hard|live[\s-]?code[\s-]?bench|aime(?:\s?\d+)?|"
+                      r"math(?:[\s-]?500)?|gpqa(?:[\s-]diamond)?|c[\s-]?eval|xsum|narrative[\s-]?qa|bbh|hellaswag|"
+                      r"spec[\s-]?bench|lmsys[\s-]?chat|wildchat|needle[\s-]in[\s-]a[\s-]haystack)$")
+_COUNT_TAIL = re.compile(r"\s*\(\s*n?\s*=?\s*\d+\s*\)\s*$")
 _SIZE = re.compile(r"^(?:\d+\s?[x×]\s?)?\d+(?:\.\d+)?\s?[BM]$")  # "70B", "1.5 B", MoE "16x17B"
 _TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second)\b", re.I)
 _GENERIC_TPS_HEADER = re.compile(r"^(?:(?:avg|average|mean)\s+)?(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tps|throughput|"
@@ -282,6 +289,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     skipped = 0
     steady = None
     ditto: dict[int, Cell] = {}
+    workload_rows = 0 not in tps and 0 not in field_cols and sum(
+        1 for r in rows if r and _DATASET.match(_COUNT_TAIL.sub("", r[0].value).strip(" *"))) >= 2
     for row in rows:
         if _is_group_row(row, len(H)):
             group, group_span = row[0].value, (row[0].start, row[0].end)
@@ -359,6 +368,10 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                     b.put("label", group, group)
                 elif label_cell is not None and not label_cell.empty and 0 not in field_cols:
                     b.put("label", label_cell.value, label_cell.value)
+                    if workload_rows:     # rows named after benchmark datasets: each row's dataset is its test
+                        name = _COUNT_TAIL.sub("", label_cell.value).strip(" *")
+                        if name:
+                            b.put("test", name, name if name in label_cell.value else None)
                 if not _GENERIC_TPS_HEADER.match(H[j].strip()) and H[j].strip() and "label" not in b.entry.fields:
                     b.put("label", H[j].strip(), None)
                 spans = [span_i] + [(c.start, c.end) for c in row] + ([group_span] if group_span else [])

@@ -477,3 +477,19 @@ def test_a_result_json_with_telemetry_lists_is_still_one_result():
             ' "events": [{"name": "Start", "timestamp": "t"}], "timeseries": [{"temp_c": 37.1}, {"temp_c": 37.5}]}')
     r = scrapers.parse(body.encode(), kind="json", content_type="application/json")
     assert [(e.fields["headline_tps"], e.fields.get("model")) for e in r.entries] == [(15.6, "llama3.2-1b")]
+
+
+def test_rows_named_after_benchmark_datasets_are_tests():
+    got = _figures("| Dataset | Baseline tok/s | Eagle3 tok/s |\n|---|---|---|\n| HumanEval (75) | 130.2 | 231.8 |\n"
+                   "| MT-Bench (154) | 129.2 | 207.1 |\n| Mean | 128.7 | 213.4 |\n")
+    assert {k: v.get("test") for k, v in got.items()} == {130.2: "HumanEval", 231.8: "HumanEval", 129.2: "MT-Bench",
+                                                          207.1: "MT-Bench", 128.7: "Mean", 213.4: "Mean"}
+    plain = _figures("| Run | tok/s |\n|---|---|\n| first | 130.2 |\n| second | 129.2 |\n")
+    assert all(v.get("test") is None for v in plain.values())
+
+
+def test_a_weights_format_in_parentheses_is_not_part_of_the_model():
+    got = _figures("| Model | Batch Size | Throughput (tokens/s) |\n|---|---|---|\n| Qwen3-0.6B (BF16) | 1 | 49.42 |\n"
+                   "| Qwen3-4B (Q4_K_M) | 1 | 31.98 |\n")
+    assert (got[49.42]["model"], got[31.98]["model"]) == ("Qwen3-0.6B", "Qwen3-4B")
+    assert got[31.98]["quantization"] == "Q4_K_M"
