@@ -44,6 +44,8 @@ _DATASET = re.compile(r"(?i)^(?:human[\s-]?eval(?:\+|[\s-]plus)?|mbpp(?:\+)?|gsm
                       r"cnn(?:[\s/_-]?daily[\s-]?mail|dm)?|sonnet|arena[\s-]?hard|live[\s-]?code[\s-]?bench|aime(?:\s?\d+)?|"
                       r"math(?:[\s-]?500)?|gpqa(?:[\s-]diamond)?|c[\s-]?eval|xsum|narrative[\s-]?qa|bbh|hellaswag|"
                       r"spec[\s-]?bench|lmsys[\s-]?chat|wildchat|needle[\s-]in[\s-]a[\s-]haystack)$")
+_WORKLOAD_HEAD = re.compile(r"(?i)^(?:datasets?|workloads?|tasks?|categor(?:y|ies)|benchmarks?|subsets?|scenarios?|"
+                            r"prompt[\s_-]*(?:type|set|category)s?|domains?)$")   # a first column naming each row's workload
 _COUNT_TAIL = re.compile(r"\s*\(\s*n?\s*=?\s*\d+\s*\)\s*$")
 _SIZE = re.compile(r"^(?:\d+\s?[x×]\s?)?\d+(?:\.\d+)?\s?[BM]$")  # "70B", "1.5 B", MoE "16x17B"
 _TPS_IN_CELL = re.compile(r"(?P<n>~?\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?\s+per\s+second)\b", re.I)
@@ -289,8 +291,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     skipped = 0
     steady = None
     ditto: dict[int, Cell] = {}
-    workload_rows = 0 not in tps and 0 not in field_cols and sum(
-        1 for r in rows if r and _DATASET.match(_COUNT_TAIL.sub("", r[0].value).strip(" *"))) >= 2
+    workload_rows = 0 not in tps and 0 not in field_cols and (bool(H and _WORKLOAD_HEAD.match(H[0].strip(" *"))) or sum(
+        1 for r in rows if r and _DATASET.match(_COUNT_TAIL.sub("", r[0].value).strip(" *"))) >= 2)
     for row in rows:
         if _is_group_row(row, len(H)):
             group, group_span = row[0].value, (row[0].start, row[0].end)

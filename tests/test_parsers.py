@@ -493,3 +493,10 @@ def test_a_weights_format_in_parentheses_is_not_part_of_the_model():
                    "| Qwen3-4B (Q4_K_M) | 1 | 31.98 |\n")
     assert (got[49.42]["model"], got[31.98]["model"]) == ("Qwen3-0.6B", "Qwen3-4B")
     assert got[31.98]["quantization"] == "Q4_K_M"
+
+
+def test_a_first_column_headed_category_or_workload_names_each_rows_test():
+    got = _figures("| Category | Baseline output tok/s | EAGLE output tok/s |\n|---|---:|---:|\n| coding | 1237.55 | 1728.14 |\n"
+                   "| math | 1275.36 | 1780.37 |\n")
+    assert {k: v.get("test") for k, v in got.items()} == {1237.55: "coding", 1728.14: "coding", 1275.36: "math",
+                                                          1780.37: "math"}
