@@ -104,7 +104,8 @@ def classify(header: str) -> Column:
     for pat, f in _RULES[:2]:           # rank and steady come before tok/s
         if pat.search(h):
             return Column(header, role="steady") if f == "_steady" else Column(header, role="extra")
-    if _TPS.search(h) and not re.search(r"accept|ttft|latency|itl|tpot|\bms\b|watt|power", h):
+    if _TPS.search(h) and not re.search(r"accept|ttft|latency|itl|tpot|\bms\b|watt|power|theoretical|\btargets?\b|"
+                                        r"\bexpected\b|\bestimated?\b|\bprojected\b", h):
         t = _TEST.search(h)
         test = t.group(1).replace(" ", "").lower() if t else None
         phase = ""

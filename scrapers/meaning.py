@@ -134,6 +134,9 @@ class Figure:
     peak: bool = False
 
 
+_PLUS_SPREAD = re.compile(r"^(\d[\d,]*\.\d+)\s+\+\s+(\d[\d,]*\.\d+)$")
+
+
 def cell_figure(text: str) -> Figure | None:
     """The figure a table cell gives: ``177 t/s``, ``**198** t/s``, ``131.42 ± 0.59``, ``~21.05*``,
     ``45-47 tok/s`` (low end, high kept), ``198 (1.16x)`` (the figure, not the ratio). None for ``2.13x``,
@@ -141,6 +144,12 @@ def cell_figure(text: str) -> Figure | None:
     if not text:
         return None
     s = text.strip()
+    pm = _PLUS_SPREAD.match(s)
+    if pm and (to_float(pm.group(2)) or 0) < (to_float(pm.group(1)) or 0) / 2:
+        # "903.49 + 3.16": llama-bench's "±" turned into "+" by a copy; a whole cell, spread below half
+        fig = Figure(to_float(pm.group(1)), pm.group(1), 0)
+        fig.spread = to_float(pm.group(2))
+        return fig
     if _SPACED.match(s):     # "3 021,4": spaces as thousands separators, a whole cell only
         v = to_float(s.replace(" ", ""))
         return Figure(v, s, 0) if v is not None else None

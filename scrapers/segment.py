@@ -28,8 +28,8 @@ MAX_HEADING = 120
 
 _FENCE = re.compile(r"(?:^|(?<=\s))(```+|~~~+)([\w+-]*)")
 # delimiter rows: cells of hyphens with optional colons ("-:" is one), at least one cell of two or more
-_SEP_PIPE = re.compile(r"\|(?=[ \t:|-]*-{2})(?:[ \t]*:?-+:?[ \t]*\|)+")
-_SEP_LINE = re.compile(r"^(?=[ \t:|-]*-{2})[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$", re.M)
+_SEP_PIPE = re.compile(r"\|(?=[ \t:|-]*(?:-{2}|:-|-:))(?:[ \t]*:?-+:?[ \t]*\|)+")   # "|:-:|" aligns with one dash
+_SEP_LINE = re.compile(r"^(?=[ \t:|-]*(?:-{2}|:-|-:))[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)+\|?[ \t]*$", re.M)
 _HEAD_LINE = re.compile(r"^[ \t]{0,3}(#{1,6})[ \t]+(.+?)[ \t]*#*[ \t]*$", re.M)
 _HEAD_INLINE = re.compile(r"(?:(?<=---)|(?<=```)|(?<=\|)|(?<=\.))[ \t]+(#{1,6})[ \t]+(?=[A-Z0-9\[(])")
 _HEAD_END = re.compile(r"\s(?:\*\*|\||```|`|-{3,}|#{1,6}\s)|[.:!?](?=\s)|\s{2,}")

@@ -321,6 +321,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                 continue
             fig, span = _cell_fig(cell)
             items = None
+            if fig is not None and not fig.value > 0:
+                continue     # "0.00": no speed was measured (an empty phase, a failed run)
             if fig is None:
                 items = _compound(cell, H[j], label_cell.value if label_cell else "")
                 if not items:

@@ -500,3 +500,28 @@ def test_a_first_column_headed_category_or_workload_names_each_rows_test():
                    "| math | 1275.36 | 1780.37 |\n")
     assert {k: v.get("test") for k, v in got.items()} == {1237.55: "coding", 1728.14: "coding", 1275.36: "math",
                                                           1780.37: "math"}
+
+
+def test_alignment_rows_with_single_dashes_make_a_table():
+    got = _figures("|  Batch Size  | Input Length | Output Length |Context (ms) | Decode (token/s) |\n"
+                   "| :-: | :-: | :-: | :-:|:-: |\n|1   |     128       | 128      |   91      |   35.9     |\n")
+    assert list(got) == [35.9] and got[35.9]["phase"] == "decode"
+
+
+def test_a_plus_sign_for_a_spread_in_a_llama_bench_cell_and_zero_cells_skipped():
+    from scrapers.meaning import cell_figure
+
+    f = cell_figure("903.49 + 3.16")
+    assert (f.value, f.spread) == (903.49, 3.16)
+    assert cell_figure("10.5 + 20.1") is None       # not a spread: a sum, or two figures
+    got = _figures("| Concurrency | Prompt Throughput (tokens/s) | Output Throughput (tokens/s) |\n|---|---|---|\n"
+                   "| 1 | 0.00 | 12.5 |\n")
+    assert list(got) == [12.5]
+
+
+def test_theoretical_and_target_columns_are_not_measurements():
+    from scrapers.columns import classify
+
+    assert classify("Vmax (theoretical) tok/s").role != "tps"
+    assert classify("Target tok/s").role != "tps"
+    assert classify("Measured tok/s").role == "tps"
