@@ -22,8 +22,8 @@ NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b
                      r"\bGB/s(?:ec)?\b|\bGiB/s(?:ec)?\b|\bMB/s(?:ec)?\b|\bbandwidth\b|speed[\s-]?up|\bscaling\b|\bratio\b|\bx\s*$|%|\bvs\.?\b|"
                      r"\bpercent|\bimprovement|\bgain\b|\bdelta\b|\bdiff|\baccept|\bwatts?\b|\bjoules?\b|/\s*w\b|"
                      r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b", re.I)
-_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt\s+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
-                      r"throughput|phase|rate)|pp\d*|"
+_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt[\s_]+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
+                      r"throughput|phase|rate|tps|t/s)|pp\d*|"
                       r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encoded?|context\s+processing|pp512|pp2048)\b", re.I)
 _DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
                      r"predicted|token\s+generation|sampling)\b", re.I)

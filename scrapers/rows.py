@@ -195,6 +195,16 @@ class Builder:
     def finish(self) -> ParsedEntry:
         e = self.entry
         model = e.fields.get("model")
+        if isinstance(model, str) and (model[:1] in "`'\"" or not any(ch.isalnum() for ch in model)):
+            bare = model.strip("`'\" ")
+            if any(ch.isalnum() for ch in bare):
+                e.fields["model"] = model = bare        # "`Gemma-4-E4B-it-GGUF`": inline code around the name
+                if e.quotes.get("model"):
+                    e.quotes["model"] = bare
+            else:                                       # "+": a diff marker, not a model
+                e.fields.pop("model")
+                e.quotes.pop("model", None)
+                model = None
         if isinstance(model, str) and model.endswith(")"):
             m = _PAREN_FORMAT.search(model)     # "Qwen3-0.6B (BF16)", "Llama-3.2-3B (GGUF)": a weights format
             if m and m.start() > 0:
@@ -212,7 +222,9 @@ class Builder:
 
 
 _PAREN_FORMAT = re.compile(r"\s*\(\s*((?:UD-)?I?Q\d(?:_[A-Z0-9]+)*|BF16|FP16|F16|FP32|F32|FP8|FP4|NVFP4|MXFP4|"
-                           r"W\d+A\d+|AWQ|GPTQ|GGUF|MLX|EXL[23]|\d+(?:\.\d+)?[- ]?bits?|\d+(?:\.\d+)?\s?bpw)\s*\)$", re.I)
+                           r"W\d+A\d+|AWQ|GPTQ|GGUF|MLX|EXL[23]|\d+(?:\.\d+)?[- ]?bits?|\d+(?:\.\d+)?\s?bpw|"
+                           r"\d+(?:\.\d+)?\s?[kK]?\s*(?:ctx|context|tokens?)|\d+\s?px|\d+(?:\.\d+)?\s?s)\s*\)$", re.I)
+# (also a run condition in parentheses: "(1K ctx)", "(256px)", "(30s)")
 
 
 def _is_test_table(tps_cols: list[Column]) -> bool:

@@ -525,3 +525,14 @@ def test_theoretical_and_target_columns_are_not_measurements():
     assert classify("Vmax (theoretical) tok/s").role != "tps"
     assert classify("Target tok/s").role != "tps"
     assert classify("Measured tok/s").role == "tps"
+
+
+def test_model_cells_lose_inline_code_marks_run_conditions_and_diff_markers():
+    got = _figures("| Model | Prefill | Decode |\n|---|---|---|\n| LFM2-350m (1K ctx) | 779 tok/s | 86 tok/s |\n"
+                   "| LFM2-VL-450M (256px) | 512 tok/s | 85 tok/s |\n| `Gemma-4-E4B-it-GGUF` | 300 tok/s | 55.2 tok/s |\n")
+    assert {v["model"] for v in got.values()} == {"LFM2-350m", "LFM2-VL-450M", "Gemma-4-E4B-it-GGUF"}
+
+
+def test_prompt_tps_is_prefill():
+    got = _figures("```\nTrial 1:  prompt_tps=1519.069, generation_tps=46.173, peak_memory=1.603\n```\n")
+    assert {k: v["phase"] for k, v in got.items()} == {1519.069: "prefill", 46.173: "decode"}
