@@ -94,6 +94,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                     for d in read_prose(text, r, context_text=_heading(sub) + " " + sub.caption, seen=seen):
                         d.block = sub
                         drafts.append((d, blk))
+    _count_runs(drafts, text)
     entries: list[ParsedEntry] = []
     origins: dict[int, int] = {}
     prose_ids: set[int] = set()
@@ -143,6 +144,36 @@ def sole_model(text: str) -> str | None:
             found.setdefault(_model_norm(name), name)
     found.pop("", None)
     return next(iter(found.values())) if len(found) == 1 else None
+
+
+# a line that is one run of several: "Trial 3:", "Run 2 -", "run 1/5:", "#2", "iteration 4"
+_RUN_LINE = re.compile(r"(?im)^[ \t>*`-]*(?:\[[^\]\n]{0,30}\][ \t]*)?(?:[\w.-]{1,30}[ \t]+)?(?:trial|run|iteration|sample|repeat|rep|pass)\s*#?\s*"
+                       r"(\d{1,3})(?:\s*(?:/|of)\s*(\d{1,3}))?\b")
+
+
+def _count_runs(drafts: list, text: str) -> None:
+    """Figures on lines that number their runs ("Trial 1:" ... "Trial 5:", "run 2/5") are each one of
+    several runs of the same thing: each gets the number of runs the page shows (a stated "of N", else
+    how many numbered lines of its block give a figure of that kind), unless it states its own."""
+    groups: dict[tuple, list] = {}
+    for d, _outer in drafts:
+        if not d.spans or "n_runs" in d.builder.entry.fields:
+            continue
+        a = d.spans[0][0]
+        line_a = text.rfind("\n", 0, a) + 1
+        line_b = text.find("\n", a)
+        m = _RUN_LINE.match(text, line_a, line_b if line_b >= 0 else len(text))
+        if not m:
+            continue
+        f = d.builder.entry.fields
+        key = (d.block.start if d.block is not None else -1, f.get("phase"), f.get("headline_label"), f.get("test"))
+        groups.setdefault(key, []).append((d, int(m.group(2)) if m.group(2) else None))
+    for members in groups.values():
+        stated = max((n for _d, n in members if n), default=None)
+        n = stated or len(members)
+        if n >= 2:
+            for d, _n in members:
+                d.builder.put("n_runs", n, None)
 
 
 def specific_model(text: str, family: str, *, cache: dict | None = None) -> str | None:

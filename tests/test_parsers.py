@@ -536,3 +536,13 @@ def test_model_cells_lose_inline_code_marks_run_conditions_and_diff_markers():
 def test_prompt_tps_is_prefill():
     got = _figures("```\nTrial 1:  prompt_tps=1519.069, generation_tps=46.173, peak_memory=1.603\n```\n")
     assert {k: v["phase"] for k, v in got.items()} == {1519.069: "prefill", 46.173: "decode"}
+
+
+def test_numbered_run_lines_count_the_runs():
+    got = _figures("```\nTrial 1:  prompt_tps=1519.069, generation_tps=46.173\nTrial 2:  prompt_tps=1517.795, "
+                   "generation_tps=46.148\nTrial 3:  prompt_tps=1528.789, generation_tps=46.121\n```\n")
+    assert {v.get("n_runs") for v in got.values()} == {3}
+    one = _figures("```\n[bench] code run 1/5: 800 tok in 25.3s (31.82 decode TPS, ttft 179ms)\n```\n")
+    assert one[31.82]["n_runs"] == 5
+    plain = _figures("```\nprompt_tps=1519.069, generation_tps=46.173\n```\n")
+    assert all(v.get("n_runs") is None for v in plain.values())
