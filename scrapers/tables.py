@@ -283,7 +283,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     field_cols = {j for j, c in enumerate(cols) if c.field and j not in tps}
     extra_cols = [j for j, c in enumerate(cols) if c.role == "extra" and j not in tps and j > 0 and H[j].strip()]
     has = {cols[j].field for j in field_cols}
-    size_col = next((j for j, h in enumerate(H) if re.fullmatch(r"(?i)size|params|parameters|model\s*size", h.strip())
+    size_col = next((j for j, h in enumerate(H) if re.fullmatch(r"(?i)(?:size|params|parameters|model\s*size)(?:\s*\((?:b|billions?)\))?",
+                                                                 h.strip())
                      and j not in tps), None)
     out: list[Draft] = []
     group = ""
@@ -346,6 +347,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                         b.entry.extra.setdefault(H[k].strip(), row[k].value)
                 if size_col is not None and size_col < len(row) and "model" in b.entry.fields:
                     sz = row[size_col].value
+                    if re.fullmatch(r"\d+(?:\.\d+)?", sz.strip()) and re.search(r"(?i)\((?:b|billions?)\)", H[size_col]):
+                        sz = sz.strip() + "B"       # "| Size (B) | ... | 1.5 |": the unit is in the header
                     if _SIZE.match(sz) and sz.replace(" ", "").lower() not in b.entry.fields["model"].replace(" ", "").lower():
                         b.entry.fields["model"] = f"{b.entry.fields['model']} {sz.replace(' ', '')}"  # "1.5 B": 1.5B
                         b.entry.quotes.pop("model", None)

@@ -546,3 +546,13 @@ def test_numbered_run_lines_count_the_runs():
     assert one[31.82]["n_runs"] == 5
     plain = _figures("```\nprompt_tps=1519.069, generation_tps=46.173\n```\n")
     assert all(v.get("n_runs") is None for v in plain.values())
+
+
+def test_a_size_column_in_billions_and_a_placeholder_model_in_a_command():
+    got = _figures("| Size (B) | Speed (T/s) | Model | Quant |\n|---|---|---|---|\n| 1.5 | 282 | qwen 2.5 | 4 |\n"
+                   "| 12 | 35 | wayfarer | Q6_K |\n")
+    assert {k: v["model"] for k, v in got.items()} == {282.0: "qwen 2.5 1.5B", 35.0: "wayfarer 12B"}
+    body = ("```\nvllm bench serve --backend vllm --model M --num-prompts X --port 8000\n```\n```\n"
+            "============ Serving Benchmark Result ============\nSuccessful requests:                     10\n"
+            "Output token throughput (tok/s):         19.15\n==================================================\n```\n")
+    assert _figures(body)[19.15].get("model") is None

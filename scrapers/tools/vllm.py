@@ -26,6 +26,8 @@ _METRICS = {"output token throughput (tok/s)": ("decode", False, "output_through
 
 
 _CMD = re.compile(r"(?:vllm\s+bench\s+serve|benchmark_serving\.py|sglang\.bench_serving)")
+# "--model M", "--model $MODEL", "--model <your-model>": a placeholder, not a model
+_PLACEHOLDER = re.compile(r"^(?:\$.*|<.*>|\{.*\}|[A-Z]{1,2}|MODEL(?:_\w+)?|model(?:[_-]?(?:name|path|id))?|\.{3}|X+)$")
 _FLAG = re.compile(r"--(max-concurrency|model|tokenizer)[= ]+[\"']?([^\s\"'\\]+)")
 
 
@@ -47,7 +49,7 @@ def _command_before(text: str, at: int) -> dict:
     for m in _FLAG.finditer(cmd):
         if m.group(1) == "max-concurrency" and m.group(2).isdigit():
             out["concurrency"] = int(m.group(2))
-        elif m.group(1) == "model" and not m.group(2).startswith("$"):
+        elif m.group(1) == "model" and not _PLACEHOLDER.match(m.group(2)):
             from scrapers.tools.common import model_from_path
 
             out.setdefault("model", model_from_path(m.group(2)))   # a local path: the checkpoint's folder name
