@@ -556,3 +556,23 @@ def test_a_size_column_in_billions_and_a_placeholder_model_in_a_command():
             "============ Serving Benchmark Result ============\nSuccessful requests:                     10\n"
             "Output token throughput (tok/s):         19.15\n==================================================\n```\n")
     assert _figures(body)[19.15].get("model") is None
+
+
+def test_a_result_json_sweep_nested_in_the_document_gives_one_entry_per_row():
+    body = json.dumps({"chip": {"name": "MTT S4000", "count": 1}, "environment": {"cpu": {"model": "Xeon Gold 6430"}},
+                       "software": {"framework": "vllm-musa", "framework_version": "0.4.2"},
+                       "model": {"model_id": "meta-llama/Meta-Llama-3-8B-Instruct"},
+                       "metrics": {"offline": {"results_by_concurrency": [
+                           {"client_concurrency": 8, "throughput_tokens_per_sec": 332.62,
+                            "throughput_tokens_per_sec_per_chip": 332.62, "throughput_tokens_per_sec_total": 922.83},
+                           {"client_concurrency": 32, "throughput_tokens_per_sec": 331.64,
+                            "throughput_tokens_per_sec_per_chip": 331.64, "throughput_tokens_per_sec_total": 920.1}]}}},
+                      indent=2)
+    r = scrapers.parse(body.encode(), kind="json", content_type="application/json")
+    got = {e.fields["headline_tps"]: e.fields for e in r.entries}
+    assert set(got) == {332.62, 922.83, 331.64, 920.1}          # the per-chip restatements once
+    assert (got[332.62]["phase"], got[922.83]["phase"]) == ("decode", "e2e")
+    assert (got[332.62]["concurrency"], got[331.64]["concurrency"]) == (8, 32)
+    assert got[332.62]["model"] == "meta-llama/Meta-Llama-3-8B-Instruct" and got[332.62]["hardware"] == "MTT S4000"
+    assert (got[332.62]["engine"], got[332.62]["engine_version"]) == ("vllm-musa", "0.4.2")
+    assert all(e.selectors for e in r.entries)
