@@ -69,6 +69,11 @@ def read_json(doc, text):
     lists = [v for v in doc.values() if isinstance(v, list) and v and all(isinstance(x, dict) for x in v)]
     if any(_is_rate((k,)) for v in lists for x in v[:20] for k in x):
         return None      # a list of entries with speeds in them is the leaderboard reader's
+    from scrapers.json_parser import _find_list
+
+    found = _find_list(doc)
+    if found and found != [doc] and any(_is_rate((k,)) for x in found[:20] for k in x):
+        return None      # the leaderboard reader finds these entries itself
     leaves = list(_walk(doc))
     rows = list(_row_lists(doc))
     if rows:      # a sweep: one entry per figure of each row, the rest of the document shared by all
