@@ -30,7 +30,7 @@ _DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\
 _E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btotal\s+(?:throughput|tput)\b|\btotal\s+tok/s|"
                   r"\bpp\d+\s*\+\s*tg\d+|\bprefill\s*\+\s*decode|\binput\s*\+\s*output|\bprompt\s*\+\s*gen|"
                   r"\bend[\s-]to[\s-]end\b|\be2e\b|\boverall\s+throughput|\bwall(?:[\s_-]?clock)?(?:[\s_-]time)?[\s_]+(?:tok|tps)", re.I)
-_PER_USER = re.compile(r"\bper[\s-]?(?:user|request|req|stream|sequence|seq|query|session)\b|\bsingle[\s-]?(?:stream|user|"
+_PER_USER = re.compile(r"\bper[\s-]?(?:user|request|req|stream|sequence|seq|query|session)\b|/\s*(?:user|req|request)\b|\bsingle[\s-]?(?:stream|user|"
                        r"request|batch)\b|\bbatch(?:\s+size)?\s*(?:=|:)?\s*1\b|\bbs\s*=?\s*1\b|\bone\s+(?:user|request|"
                        r"stream)\b|\bc\s*=\s*1\b|\bconcurrency\s*(?:=|:)?\s*1\b|\bmean\s+per[\s-]request", re.I)
 _AGGREGATE = re.compile(r"\baggregate\b|\b(?:input|output|total)\s+token\s+throughput\b|\bpeak\s+output\b|\btotal\b|\bsystem\s+throughput\b|\bsummed\b|\bcombined\b|\boverall\b|"

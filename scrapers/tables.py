@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from scrapers import meaning
 from scrapers.blocks import Block, Cell, Table
 from scrapers.columns import ENGINE_RE, Column, classify, split_engine
+from scrapers import phrases
 from scrapers.meaning import Figure, cell_figure, concurrency_of, phase_of, says_tps, scope_of
 from scrapers.pagefacts import BARE_CARD, find_hardware
 from scrapers.numbers import parse_range
@@ -111,6 +112,7 @@ def _apply_item_label(b: Builder, item: str) -> None:
     b.put("label", item, item)
 
 
+_SPEC_HEAD = re.compile(r"(?i)eagle|medusa|\bmtp\b|lookahead|n-?gram|prompt[\s-]lookup|spec(?:ulative)?\b|draft")
 _BARE_QUANT = re.compile(r"(?i)(?:float|fp|bf|int|f)(?:4|8|16|32)|bfloat16|nvfp4|mxfp4|I?Q\d(?:_[A-Z0-9]+)*|awq|gptq")
 _BARE_TEST = re.compile(r"(?i)\s*((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\s*")
 
@@ -140,6 +142,12 @@ def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
             b.put("engine", eng, em.group(0))
             if ver:
                 b.put("engine_version", ver, ver)
+    if "spec_method" not in has and _SPEC_HEAD.search(h):
+        st = phrases.extract(h)     # "| Baseline tok/s | Eagle3 tok/s |": the column's own decoding method
+        if "spec_method" in st:
+            b.put("spec_method", *st["spec_method"])
+            if "draft_tokens" in st:
+                b.put("draft_tokens", *st["draft_tokens"])
     if "quantization" not in has and _BARE_QUANT.fullmatch(h):
         b.put("quantization", h, h)       # "| Engine | float32 | float16 | int8 |": a column per precision
     if "hardware" not in has and BARE_CARD.match(h):

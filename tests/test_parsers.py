@@ -576,3 +576,10 @@ def test_a_result_json_sweep_nested_in_the_document_gives_one_entry_per_row():
     assert got[332.62]["model"] == "meta-llama/Meta-Llama-3-8B-Instruct" and got[332.62]["hardware"] == "MTT S4000"
     assert (got[332.62]["engine"], got[332.62]["engine_version"]) == ("vllm-musa", "0.4.2")
     assert all(e.selectors for e in r.entries)
+
+
+def test_a_column_named_after_a_speculative_method_is_that_method():
+    got = _figures("| Category | Baseline output tok/s | EAGLE output tok/s (speedup) | EAGLE output tok/s/user |\n"
+                   "|---|---:|---:|---:|\n| coding | 1237.55 | 1728.14 (1.40x) | 134.43 |\n")
+    assert {k: v.get("spec_method") for k, v in got.items()} == {1237.55: None, 1728.14: "EAGLE", 134.43: "EAGLE"}
+    assert got[134.43]["scope"] == "per_user"
