@@ -152,6 +152,11 @@ def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
         b.put("quantization", h, h)       # "| Engine | float32 | float16 | int8 |": a column per precision
     if "hardware" not in has and BARE_CARD.match(h):
         b.put("hardware", h, h)           # "| 3090Ti | 4090 |": columns named after cards
+    elif "hardware" not in has and ":" in h:
+        tail = h.rsplit(":", 1)[1].strip()
+        if BARE_CARD.match(tail):         # "| V1: 3090Ti | V2: 4090 |": a variant, then the card
+            b.put("hardware", tail, tail)
+            b.entry.extra.setdefault("variant", h.rsplit(":", 1)[0].strip())
     if "hardware" not in has:
         hw = find_hardware(h)
         if hw and hw[1]:

@@ -583,3 +583,8 @@ def test_a_column_named_after_a_speculative_method_is_that_method():
                    "|---|---:|---:|---:|\n| coding | 1237.55 | 1728.14 (1.40x) | 134.43 |\n")
     assert {k: v.get("spec_method") for k, v in got.items()} == {1237.55: None, 1728.14: "EAGLE", 134.43: "EAGLE"}
     assert got[134.43]["scope"] == "per_user"
+
+
+def test_a_column_header_of_a_variant_and_a_card_gives_the_card():
+    got = _figures("| Model | Size | V1: 3090Ti | V2: 4090 |\n|---|---|---|---|\n| Llama | 7B | 143 t/s | 195 t/s |\n")
+    assert {k: v.get("hardware") for k, v in got.items()} == {143.0: "3090Ti", 195.0: "4090"}
