@@ -149,6 +149,9 @@ def cancels(text: str) -> bool:
     return bool(CANCEL.search(text or ""))
 
 
+_NEAR = 600   # characters before a table read as its nearest scope in a long section
+
+
 class Page:
     """The scopes of one segmented document."""
 
@@ -343,6 +346,16 @@ class Page:
             engines = [c for c in self._code_models.get(hid, []) if c[4]]
             if engines:
                 out.append(("Engine: " + engines[-1][4], (engines[-1][2], engines[-1][3]), False))
+            if first and blk.kind == "table" and len(body) > _NEAR + 200:
+                # a long section (a thread of comments under one title): the words right before a table
+                # name its run before the section's opening does ("Unless llama.cpp is broken with Qwen3
+                # MoE ... | Machine | Engine |" under a first post about Llama-3.3-70b)
+                a = max(span[0], blk.start - _NEAR)
+                near = self.text[a:blk.start]
+                cut = near.rfind("\n\n", 0, len(near) // 2)
+                if cut > 0:
+                    a, near = a + cut + 2, near[cut + 2:]
+                out.append((near, (a, blk.start), False))
             out.append(((h.text if h else "") + " . " + body, span, first))
             for sid2 in self._setup.get(hid, []):
                 # a "Settings" / "Setup" / "Environment" section states the setup of its later siblings
