@@ -593,7 +593,8 @@ def test_a_column_header_of_a_variant_and_a_card_gives_the_card():
 def test_a_table_late_in_a_long_thread_takes_the_model_named_just_before_it():
     first = ("# Prompt speed\n\nalice · description · 2025-04-13\nWith Llama-3.3-70b, two 3090s process prompts "
              "7x faster than an M3 Max. " + "Is there anything to be done about it on this machine? " * 12 + "\n\n")
-    later = ("bob · comment · 2025-04-29\nOn Qwen3-30B-A3B this is amazing, thanks!\n\n"
+    later = ("bob · comment · 2025-04-29\nOn Qwen3-30B-A3B this is amazing, thanks!\n\nI pulled the latest commits.\n\n"
+             "* MLX-LM: 0.24.0\n* Llama.cpp 5215 (5f5e39e1): all layers on the GPU.\n\n"
              "| Machine | Engine | Prompt Processing Speed | Token Generation Speed |\n| --- | --- | --- | --- |\n"
              "| M3Max | MLX | 1160.636 tok/s | 68.016 tok/s |\n")
     got = _figures(first + later)
