@@ -599,3 +599,13 @@ def test_a_table_late_in_a_long_thread_takes_the_model_named_just_before_it():
              "| M3Max | MLX | 1160.636 tok/s | 68.016 tok/s |\n")
     got = _figures(first + later)
     assert {v["model"] for v in got.values()} == {"Qwen3-30B-A3B"}
+
+
+def test_koboldcpp_benchmark_csv_is_read():
+    body = ("1.68 benchmark:\nTimestamp,Backend,Layers,Model,MaxCtx,GenAmount,ProcessingTime,ProcessingSpeed,"
+            "GenerationTime,GenerationSpeed,TotalTime,Output,Flags\n2024-06-19 21:46:13.064748+00:00,koboldcpp_cublas.dll,"
+            "81,Llama-3-70B-Instruct-abliterated-v3_q6,8192,100,79.72,101.50,15.95,6.27,95.67\n")
+    got = _figures(body, "text")
+    assert {k: v["phase"] for k, v in got.items()} == {101.5: "prefill", 6.27: "decode"}
+    assert got[6.27]["model"] == "Llama-3-70B-Instruct-abliterated-v3" and got[6.27]["engine"] == "KoboldCpp"
+    assert got[6.27]["context_length"] == 8192 and got[6.27]["gen_tokens"] == 100

@@ -16,7 +16,7 @@ from __future__ import annotations
 import importlib
 import json
 
-MODULES = ("vllm", "sglang", "llamacpp", "llamabench", "llmperf", "ollama", "mlx", "jsonmetrics")
+MODULES = ("vllm", "sglang", "llamacpp", "llamabench", "llmperf", "ollama", "mlx", "koboldcpp", "jsonmetrics")
 _loaded = None
 
 
