@@ -150,6 +150,8 @@ def cancels(text: str) -> bool:
 
 
 _NEAR = 600   # characters before a table read as its nearest scope in a long section
+# the line a GitHub issue, PR or discussion page opens with: its repository names no model of the thread
+REPO_LINE = re.compile(r"^[\w.-]+/[\w.-]+\s+·\s+(?:issue|pull request|pr|discussion)\b[^\n]*$", re.I)
 
 
 class Page:
@@ -298,11 +300,16 @@ class Page:
             if b.kind == "heading" and (title or intro):
                 break
             if b.kind == "text" and sum(len(x) for x in intro) < 3000:
+                body = b.text
                 if not title and not intro:
-                    first = b.text.strip().split("\n", 1)[0].strip()
-                    if len(first) < 200:
+                    first = body.strip().split("\n", 1)[0].strip()
+                    if REPO_LINE.match(first):
+                        body = body.replace(first, " " * len(first), 1)   # "owner/repo · issue #12": no title
+                        first = ""
+                    if first and len(first) < 200:
                         title = first
-                intro.append(b.text)
+                if body.strip():
+                    intro.append(body)
                 span = (span[0] if span[1] else b.start, b.end)
             if b.kind in ("table", "code") and (title or intro):
                 break

@@ -74,6 +74,7 @@ _KEEP = {"rank", "id", "vramgb", "promptsha256", "modelfilename", "modelsize", "
          "nthreads", "typek", "typev", "ngpulayers", "testtime", "avgns", "stddevns", "samplesns", "cpuinfo",
          "backends", "verified", "url", "flashattn", "splitmode", "mainGpu", "nomap", "embeddings", "tensorsplit"}
 _NORM = re.compile(r"[^a-z0-9]")
+_CENTRAL = {"average", "avg", "mean", "median", "p50"}   # the statistic that stands for a distribution
 
 
 @lru_cache(maxsize=4096)
@@ -89,6 +90,9 @@ def _field_for(path: str) -> str | None:
         return "_tps"
     if col.role == "steady":
         return "_steady"
+    parts = path.split(".")
+    if len(parts) >= 2 and key in _CENTRAL and classify(parts[-2]).role == "tps":
+        return "_tps"        # "tokens_per_second": {"average": 17.2, "p95": 10.4}: the mean is the figure
     return col.field
 
 

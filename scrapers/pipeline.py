@@ -134,7 +134,7 @@ def sole_model(text: str) -> str | None:
     Weights file names count as the model they hold; draft heads do not count."""
     from scrapers.tools.common import model_from_path
 
-    chunk = text[:_SCAN_MODELS]
+    chunk = _without_repo_line(text[:_SCAN_MODELS])
     found: dict[str, str] = {}
     for _at, name in pagefacts.models_in(chunk):
         found.setdefault(_model_norm(model_from_path(name)), model_from_path(name))
@@ -187,7 +187,7 @@ def specific_model(text: str, family: str, *, cache: dict | None = None) -> str 
     fam = _model_norm(family)
     found: dict[str, str] = {}
     if fam:
-        for _at, name in pagefacts.models_in(text[:_SCAN_MODELS]):
+        for _at, name in pagefacts.models_in(_without_repo_line(text[:_SCAN_MODELS])):
             name = model_from_path(name)
             key = _model_norm(name)
             if key.startswith(fam) and key != fam and any(ch.isdigit() for ch in name):
@@ -200,6 +200,13 @@ def specific_model(text: str, family: str, *, cache: dict | None = None) -> str 
     if cache is not None:
         cache[family] = out
     return out
+
+
+def _without_repo_line(text: str) -> str:
+    """``text`` with a GitHub page's opening "owner/repo · issue #N" line blanked (same length)."""
+    nl = text.find("\n")
+    first = text[:nl if nl >= 0 else len(text)]
+    return " " * len(first) + text[len(first):] if context.REPO_LINE.match(first.strip()) else text
 
 
 def _model_norm(name: str) -> str:

@@ -609,3 +609,16 @@ def test_koboldcpp_benchmark_csv_is_read():
     assert {k: v["phase"] for k, v in got.items()} == {101.5: "prefill", 6.27: "decode"}
     assert got[6.27]["model"] == "Llama-3-70B-Instruct-abliterated-v3" and got[6.27]["engine"] == "KoboldCpp"
     assert got[6.27]["context_length"] == 8192 and got[6.27]["gen_tokens"] == 100
+
+
+def test_a_github_pages_repository_line_names_no_model():
+    body = ("sudoingX/qwen38-mtp · pull request #53 · merged · Python\n# XTX row (85.4, n-max 3)\n\n"
+            "pparuzel · description · 2026-08-18\nFirst Windows A/B.\n\n- spec-off baseline: overall median 41.0 tok/s\n")
+    assert _figures(body, "text")[41.0].get("model") is None
+
+
+def test_a_json_list_whose_speeds_are_statistics_takes_the_mean():
+    body = json.dumps([{"model": "deepseek-v4-flash", "concurrency": c, "tokens_per_second":
+                        {"average": a, "p50": a + 1, "p95": a - 5}} for c, a in ((1, 17.2), (10, 6.3))])
+    r = scrapers.parse(body.encode(), kind="json", content_type="application/json")
+    assert [(e.fields["headline_tps"], e.fields["concurrency"]) for e in r.entries] == [(17.2, 1), (6.3, 10)]
