@@ -33,9 +33,11 @@ CANCEL = re.compile(r"\bbaseline\b|\bwithout\s+(?:spec|MTP|draft|eagle)|\bno[\s-
 _MAX_SCOPE_TEXT = 4000
 _MAX_CODE_TEXT = 6000
 _MAX_PAGE_SCAN = 400_000     # characters of a page scanned for rig-wide conditions
-MODEL_ARG = _MODEL_ARG = re.compile(r"(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name|"
-                        r"(?<=\s)-m(?=\s+\S*\.(?:gguf|ggml|bin)\b)|\bollama\s+run)[= ]\s*[\"']?"
-                        r"((?:\$?[\w.-]*/)*[\w.-]*\d[\w.-]*|(?<=run )[a-z][\w.-]*(?::[\w.-]+)?)")
+MODEL_ARG = _MODEL_ARG = re.compile(r"(?:(?:\bMODEL_NAME|\bMODEL_ID|--model(?:-path)?|--served-model-name|"
+                        r"(?<=\s)-m(?=\s+\S*\.(?:gguf|ggml|bin)\b)|\bollama\s+run)[= ]|(?im:^[ \t]*model[_ ]name[ \t]*[=:]))"
+                        r"\s*[\"']?"
+                        r"([a-z][\w.-]*:[\w.-]*\d[\w.-]*|(?:\$?[\w.-]*/)*[\w.-]*\d[\w.-]*|(?<=run )[a-z][\w.-]*(?::[\w.-]+)?)")
+# ("model_name = mistral:7b" on a line of its own: a benchmark script printing the model of the runs below)
 _ENGINE_LINE = re.compile(r"(?m)^\s*Engine:\s*([A-Za-z][\w.-]*(?:\s+v?\d[\w.+-]*)?)|(?<=\s)Engine:\s*([A-Za-z][\w.-]*\s+v?\d[\w.+-]*)")
 _HF_TITLE = re.compile(r"^[\w.-]+/[\w.-]*\d[\w.-]*$")
 _SETUP = re.compile(r"(?i)^(?:test\s+|bench(?:mark)?\s+|hardware\s+|software\s+|standard\s+)?(?:settings?|setup|environment|"

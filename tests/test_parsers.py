@@ -622,3 +622,13 @@ def test_a_json_list_whose_speeds_are_statistics_takes_the_mean():
                         {"average": a, "p50": a + 1, "p95": a - 5}} for c, a in ((1, 17.2), (10, 6.3))])
     r = scrapers.parse(body.encode(), kind="json", content_type="application/json")
     assert [(e.fields["headline_tps"], e.fields["concurrency"]) for e in r.entries] == [(17.2, 1), (6.3, 10)]
+
+
+def test_model_name_lines_and_ollama_tags_and_versioned_names():
+    from scrapers.context import MODEL_ARG
+    from scrapers.pagefacts import find_model
+
+    assert MODEL_ARG.search("model_name = mistral:7b").group(1) == "mistral:7b"
+    assert MODEL_ARG.search("ollama run llama3:8b --verbose").group(1) == "llama3:8b"
+    assert find_model("MiMo-V2.5 Pro on 8xB200") == "MiMo-V2.5"
+    assert find_model("Kimi-K2 at 20 tok/s") == "Kimi-K2" and find_model("RTX-4090 card") is None
