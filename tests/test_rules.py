@@ -441,3 +441,10 @@ def test_a_max_throughput_caption_does_not_flag_its_batch_one_rows():
 
 def test_best_of_reads_chinese_words_for_highest():
     assert_finding(check("best_of", {"headline_tps": 13.35, "headline_label": "Prefill token/s（最高）"}), "best_of")
+
+
+def test_best_of_is_not_raised_by_a_length_setting():
+    assert check("best_of", {"headline_tps": 763.73, "caption": "Max Output Tokens/Request: 1024"}) is None
+    assert check("best_of", {"headline_tps": 763.73, "label": "Max Model Length: 1024"}) is None
+    assert_finding(check("best_of", {"headline_tps": 76.0, "headline_label": "max_output_tokens_per_s"}), "best_of")
+    assert_finding(check("best_of", {"headline_tps": 76.0, "caption": "Max output throughput"}), "best_of")

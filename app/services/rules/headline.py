@@ -104,7 +104,9 @@ def ladder_top_rung(f, q, ctx):
     }
 
 
-_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))|"
+_SETTING_AFTER_MAX = r"(?!\s+(?:output\s+|new\s+)?(?:tokens?|model\s+len(?:gth)?|len(?:gth)?|context|seq(?:uence)?s?|batch|concurrency)\b)"
+# ("Max Output Tokens/Request: 1024", "Max Model Length": a setting's limit, not a peak figure)
+_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?" + _SETTING_AFTER_MAX + r"|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))|"
                    r"最高|最大|峰值|最快", re.I)   # (Chinese: highest, maximum, peak, fastest)
 _UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|peak(?:s|ed)? at|tops? out at)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
 # (not "reach 241 tok/s" or "hits 3 tok/s": a result stated plainly, not a ceiling)
@@ -126,7 +128,7 @@ def _up_to_figure(f):
     return None
 _BEST_FIELDS = ("headline_label", "label", "test")
 _BEST_CAPTION = re.compile(r"\b(?:peak|max(?:imum)?|best|fastest|highest|top)\s+(?:throughput|tok(?:en)?s?/s|t/s|speed|"
-                           r"performance|decode|generation|output)\b", re.I)
+                           r"performance|decode|generation|output(?!\s+(?:tokens?|len(?:gth)?)\b))\b", re.I)
 _TYPICAL = re.compile(r"\b(?:median|mean|average|avg)\b(?:\s+of\s+\d+)?", re.I)
 _BEST_NOTES = re.compile(
     r"\b(?:peak|max(?:imum)?|best|fastest|highest)\s+(?:of\s+\d+\s+)?(?:runs?|tok/?s|t/s|throughput|speed|"
