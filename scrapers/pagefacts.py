@@ -142,7 +142,7 @@ _BASE_IMAGES = r"(?:nvidia/cuda|cuda|ubuntu|debian|python|pytorch/pytorch|rocm/d
 _PIN_PATTERNS = [re.compile(p, re.I) for p in (
     r"/commits?/(?P<v>[0-9a-f]{7,40})\b",
     r"\bcommit\s*[:=]?\s*`?(?P<v>[0-9a-f]{7,40})\b",
-    r"\bbuild\s*[:=]\s*(?P<v>[0-9a-f]{7,40}\s*\(\d+\))",
+    r"\bbuild\s*[:=]?\s*(?P<v>[0-9a-f]{7,40}\s*\(\d+\))",   # "build: 1a2b3c4 (6512)", "(build 62061f910 (9591))"
     r"(?<![\w-])(?P<v>b\d{3,6}-[0-9a-f]{7,40})\b",
     r"(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*(?::[\w][\w.+-]*)?@sha256:[0-9a-f]{12,64})",
     r"(?<![\w/.-])(?!" + _BASE_IMAGES + r":)(?P<v>(?:[a-z0-9][\w.-]*/)+[a-z0-9][\w.-]*:v?\d+\.\d+[\w.+-]*)",

@@ -59,7 +59,7 @@ _CONC = _c(r"(?:--max[-_]concurrency|--concurrency|--batch[-_]size|\bconcurrency
 _CTX = _c(r"(?:--max[-_]model[-_]len|--context[-_]length|--ctx[-_]size|-c|\bcontext(?:\s+length)?|\bctx)\s*[=:]?\s*"
           r"(?P<v>\d+(?:,\d{3})*\s*[kK]?)\b|(?P<w>\d+(?:,\d{3})*\s*[kK]?)(?:\s|-)?(?:token\s+)?(?:context|ctx)\b")
 _PROMPT_TOK = _c(r"(?P<v>\d[\d,]*)[\s-]*token\s+prompt|prompt\s+(?:of\s+)?(?P<w>\d[\d,]*)\s+tokens")
-_PROMPT = re.compile(r"(?:prompt(?:ed)?|asking\s+(?:the\s+model|it)\s+to|asked\s+(?:the\s+model\s+)?to)\s*[:=]?\s*"
+_PROMPT = re.compile(r"(?:prompt(?:ed)?|asking\s+(?:the\s+model|it)\s+to|asked\s+(?:the\s+model\s+)?to)\**\s*[:=]?\s*\**\s*"
                      r"[\"“'‘](?P<p>[^\"”’\n]{3,240})[\"”’]", _I)
 _CLOCKS = _c(r"\bjetson_clocks\b|\bmaxim(?:um|i[sz]ed)\s+clocks?(?:\s+speeds?)?|\b(?:locked\s+clocks?|clocks?\s+(?:locked|raised|pinned)(?:\s+(?:at|to)\s+\d+\s*MHz)?|"
              r"(?:raised|pinned|fixed)\s+clocks?|--lock-gpu-clocks\s*[= ]\s*\d+(?:,\d+)?|\d{3,4}\s*MHz\s+(?:core\s+)?clocks?)")

@@ -632,3 +632,11 @@ def test_model_name_lines_and_ollama_tags_and_versioned_names():
     assert MODEL_ARG.search("ollama run llama3:8b --verbose").group(1) == "llama3:8b"
     assert find_model("MiMo-V2.5 Pro on 8xB200") == "MiMo-V2.5"
     assert find_model("Kimi-K2 at 20 tok/s") == "Kimi-K2" and find_model("RTX-4090 card") is None
+
+
+def test_a_build_commit_before_its_number_pins_and_a_bold_prompt_label_is_read():
+    from scrapers.pagefacts import page_pin
+    from scrapers.phrases import extract
+
+    assert page_pin("llama.cpp Metal via the pre-built binaries (build 62061f910 (9591)).")[0] == "62061f910 (9591)"
+    assert extract('**Prompt**: "Count to 5 and say hi"')["prompt"][0] == "Count to 5 and say hi"
