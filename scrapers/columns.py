@@ -105,7 +105,7 @@ def classify(header: str) -> Column:
         if pat.search(h):
             return Column(header, role="steady") if f == "_steady" else Column(header, role="extra")
     if _TPS.search(h) and not re.search(r"accept|ttft|latency|itl|tpot|\bms\b|watt|power|theoretical|\btargets?\b|"
-                                        r"\bexpected\b|\bestimated?\b|\bprojected\b", h):
+                                        r"\bexpected\b|\bestimated?\b|\bprojected\b|\bper\s+active\b|\bper\s+(?:b|billion|param)", h):
         t = _TEST.search(h)
         test = t.group(1).replace(" ", "").lower() if t else None
         phase = ""

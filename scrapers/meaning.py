@@ -21,7 +21,9 @@ THROUGHPUT = re.compile(r"\bthroughput\b|\bspeed\b|\brate\b", re.I)
 NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b|\blatency\b|\bttft\b|\btpot\b|\bitl\b|"
                      r"\bGB/s(?:ec)?\b|\bGiB/s(?:ec)?\b|\bMB/s(?:ec)?\b|\bbandwidth\b|speed[\s-]?up|\bscaling\b|\bratio\b|\bx\s*$|%|\bvs\.?\b|"
                      r"\bpercent|\bimprovement|\bgain\b|\bdelta\b|\bdiff|\baccept|\bwatts?\b|\bjoules?\b|/\s*w\b|"
-                     r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b", re.I)
+                     r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b|"
+                     r"\bper\s+(?:active[\s-]*)?(?:b|billion|param(?:eter)?s?)\b|\bper\s+active\b|\bper\s+\$", re.I)
+# ("tok/s per Active-B", "per billion parameters", "per $": a speed divided by something, not a speed)
 _PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt[\s_]+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
                       r"throughput|phase|rate|tps|t/s)|pp\d*|"
                       r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encoded?|context\s+processing|pp512|pp2048)\b", re.I)

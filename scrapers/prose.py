@@ -27,6 +27,7 @@ _DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvem
                           r"better|worse|difference)\b", re.I)
 _TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|should\s+(?:reach|get)|want|"
                      r"would\s+(?:reach|get)|could\s+reach|theoretical|max(?:imum)?\s+possible)\b[^.]{0,40}$", re.I)
+_PER_SOMETHING = re.compile(r"\s*(?:per|/)\s*(?:active[\s-]*b\b|active\b|b\b|billion|param|\$|dollar|watts?\b|w\b)", re.I)
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+")
 _CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
 
@@ -152,6 +153,8 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             why = "in differences ('+10 tok/s', '10 tok/s faster')"
         elif _TARGET.search(before):
             why = "in targets and expectations"
+        elif _PER_SOMETHING.match(after):
+            why = "in speeds divided by something ('tok/s per active-B', 'per watt', 'per $')"
         if why:
             if seen is not None:
                 seen.append((1, why))

@@ -214,7 +214,8 @@ def _tps_columns(H: list[str], rows: list[list[Cell]], ctx_unit: bool) -> list[i
         figs = sum(1 for c in cells if cell_figure(c.value) is not None or _TPS_IN_CELL.search(c.value))
         numeric = figs >= max(1, 0.5 * len([c for c in cells if not c.empty]))
         cell_unit = any(says_tps(c.value) for c in cells)
-        if meaning.not_tps(h) and not (says_tps(h) and not re.search(r"req|ms\b|GB/s|%|\bx\b", h, re.I)):
+        if meaning.not_tps(h) and not (says_tps(h) and not re.search(r"req|ms\b|GB/s|%|\bx\b|\bper\s+(?:active|b\b|billion|"
+                                                                     r"param|\$)", h, re.I)):
             continue
         if col and col.field and col.field not in ("label", "notes") and not says_tps(h) and not cell_unit:
             continue

@@ -640,3 +640,9 @@ def test_a_build_commit_before_its_number_pins_and_a_bold_prompt_label_is_read()
 
     assert page_pin("llama.cpp Metal via the pre-built binaries (build 62061f910 (9591)).")[0] == "62061f910 (9591)"
     assert extract('**Prompt**: "Count to 5 and say hi"')["prompt"][0] == "Count to 5 and say hi"
+
+
+def test_speeds_divided_by_something_are_not_speeds():
+    got = _figures("| Model | Peak tok/s | tok/s per Active-B |\n|---|---|---|\n| Nemotron Nano 30B | 18,829 | 6,276 |\n\n"
+                   "The NVFP4 variant achieves 5,192 tok/s per active-B on a single GPU, and 40 tok/s overall.\n")
+    assert set(got) == {18829.0, 40.0}
