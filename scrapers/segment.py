@@ -101,6 +101,35 @@ def _pipe_table_lines(text: str, sep: re.Match, warnings: list[str]) -> Table | 
     return Table("pipe", header[:MAX_COLS], rows, h_a, end)
 
 
+_PIPE_ROW = re.compile(r"^[ \t]*\|.*\|[ \t]*$", re.M)
+
+
+def _pipe_tables_without_separator(text: str, a: int, b: int) -> list[Table]:
+    """Three or more consecutive lines that open and close with a pipe and split into the same number
+    of cells (at least 2), with no alignment row: a pasted table that lost its "|---|" line. The first
+    line is the header; the header must name something (a cell with a letter) and the rows hold numbers."""
+    out: list[Table] = []
+    lines = list(_PIPE_ROW.finditer(text, a, b))
+    i = 0
+    while i < len(lines):
+        run = [lines[i]]
+        while i + len(run) < len(lines) and lines[i + len(run)].start() == run[-1].end() + 1:
+            run.append(lines[i + len(run)])
+        i += len(run)
+        if len(run) < 3 or any(_SEP_LINE.match(text, m.start(), m.end()) for m in run):
+            continue
+        cells = [[make_cell(text, x, y) for x, y in _split_pipes(text, m.start(), m.end())] for m in run]
+        width = len(cells[0])
+        if width < 2 or any(len(c) != width for c in cells) or width > MAX_COLS:
+            continue
+        if not any(re.search(r"[A-Za-z]", c.value) for c in cells[0]):
+            continue
+        if not any(re.search(r"\d", c.value) for row in cells[1:] for c in row[1:]):
+            continue
+        out.append(Table("pipe", cells[0], cells[1:MAX_ROWS + 1], run[0].start(), run[-1].end()))
+    return out
+
+
 def _pipe_table_flat(text: str, sep: re.Match, warnings: list[str]) -> Table | None:
     """A pipe table flattened onto one line: ``| h1 | h2 | | --- | --- | | a | b | | c | d |``."""
     s_a, s_b = sep.start(), sep.end()
@@ -329,6 +358,10 @@ def _find_tables(text: str, a: int, b: int, warnings: list[str], in_code: bool) 
             else:
                 t = _pipe_table_flat(text, m, warnings)
             if t and not any(x.start <= t.start < x.end for x in found):
+                found.append(t)
+    if chunk_has_pipe:
+        for t in _pipe_tables_without_separator(text, a, b):
+            if not any(x.start <= t.start < x.end or t.start <= x.start < t.end for x in found):
                 found.append(t)
     if any(ch in text[a:b] for ch in "╭┌┏╔"):
         pos = a

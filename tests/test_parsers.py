@@ -646,3 +646,11 @@ def test_speeds_divided_by_something_are_not_speeds():
     got = _figures("| Model | Peak tok/s | tok/s per Active-B |\n|---|---|---|\n| Nemotron Nano 30B | 18,829 | 6,276 |\n\n"
                    "The NVFP4 variant achieves 5,192 tok/s per active-B on a single GPU, and 40 tok/s overall.\n")
     assert set(got) == {18829.0, 40.0}
+
+
+def test_a_pasted_pipe_table_that_lost_its_alignment_row_is_read():
+    got = _figures("| Model | W16A16 (TPS) | W8A16 (TPS) |\n| **Qwen3-4B-VL** | ~20.2 | ~35.5 |\n"
+                   "| **Qwen2.5-3B-VL** | ~27.2 | ~45.2 |\n\nnext\n")
+    assert {k: v["model"] for k, v in got.items()} == {20.2: "Qwen3-4B-VL", 35.5: "Qwen3-4B-VL", 27.2: "Qwen2.5-3B-VL",
+                                                       45.2: "Qwen2.5-3B-VL"}
+    assert _figures("| a | b |\n| c | d |\n| e | f |\n") == {}    # no numbers: not a table of figures
