@@ -24,10 +24,10 @@ NOT_TPS = re.compile(r"req(?:uest)?s?\s*/\s*s|\brequests?\s+(?:per|/)\s*s|\bms\b
                      r"per\s+watt|\bcost\b|\$|\bmemory\b|\bvram\b|\bsize\b|\bseconds?\b|\bduration\b|\btime\b|"
                      r"\bper\s+(?:active[\s-]*)?(?:b|billion|param(?:eter)?s?)\b|\bper\s+active\b|\bper\s+\$", re.I)
 # ("tok/s per Active-B", "per billion parameters", "per $": a speed divided by something, not a speed)
-_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt[\s_]+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|speed|"
-                      r"throughput|phase|rate|tps|t/s)|pp\d*|"
+_PREFILL = re.compile(r"\b(?:prefill|pre-fill|prompt[\s_]+(?:eval(?:uation)?|processing|tok(?:en)?s?\s*/\s*s|"
+                      r"tok(?:en)?s?\s+per\s+s(?:ec(?:ond)?)?|speed|throughput|phase|rate|tps|t/s)|pp\d*|"
                       r"input(?:\s+tok(?:en)?s?)?|ingest(?:ion)?|encoded?|context\s+processing|pp512|pp2048)\b", re.I)
-_DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|eval|tg\d*|completion|"
+_DECODE = re.compile(r"\b(?:decoded?|decoding|generation|generate|gen|output(?:\s+tok(?:en)?s?)?|new\s+tokens?|eval|tg\d*|completion|"
                      r"predicted|token\s+generation|sampling)\b", re.I)
 _E2E = re.compile(r"\btotal\s+tok(?:en)?s?\b|\btotal\s+token\s+throughput|\btotal\s+(?:throughput|tput)\b|\btotal\s+tok/s|"
                   r"\bpp\d+\s*\+\s*tg\d+|\bprefill\s*\+\s*decode|\binput\s*\+\s*output|\bprompt\s*\+\s*gen|"

@@ -22,7 +22,7 @@ _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
 _MODEL = re.compile(r"\b(?!llama\.cpp|llama[-_]?cpp|llama-bench|llama-server|llama-cli|llama-simple|llama-run|llama-perplexity|llamafile)((?-i:[A-Z][A-Za-z]{1,12}-[VK]\d+(?:\.\d+)?)(?:-[A-Za-z][\w.]*)*(?![\w.-])|(?:(?-i:[A-Z][A-Za-z0-9]+)(?:[-.][A-Za-z0-9]+)*[-_]\d+(?:\.\d+)?"
                     r"(?-i:[BM])?(?:x\d+(?:\.\d+)?)?[bBmM](?![\w])(?:-[\w.]+)*)|(?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command[-\s]R\+?|Vicuna|Falcon|MPT|TinyLlama|CodeLlama|Mixtral|Yi|Phi|OLMo|Granite|Nemotron|InternLM|Baichuan|StarCoder)"
-                    r"(?:-[\w.]+|\s(?=[\w.]*\d)[\w.]+|[\w.]*)(?:-[\w.]+)*(?:\s+(?-i:[A-Z][a-z]{2,})(?=\s+\d+(?:\.\d+)?[BM](?![\w-])))?"
+                    r"(?:-[\w.]+|\s(?=[\w.]*\d)[\w.]+(?![\w.])(?!\s*(?:tok|t/s|tps|tokens?\b))|[\w.]*)(?:-[\w.]+)*(?:\s+(?-i:[A-Z][a-z]{2,})(?=\s+\d+(?:\.\d+)?[BM](?![\w-])))?"
                     r"(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*(?::[\w][\w.-]*)?)",
                     re.I)   # ":8b" is an Ollama tag   # after a space only a token with a digit continues the name ("Llama 3", not "Llama before")
 

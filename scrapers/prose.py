@@ -27,6 +27,8 @@ _DELTA_AFTER = re.compile(r"^\s*(?:faster|slower|more|less|higher|lower|improvem
                           r"better|worse|difference)\b", re.I)
 _TARGET = re.compile(r"\b(?:target(?:ing)?|goal|hope|aim(?:ing)?|expect(?:ed)?|should\s+(?:reach|get)|want|"
                      r"would\s+(?:reach|get)|could\s+reach|theoretical|max(?:imum)?\s+possible)\b[^.]{0,40}$", re.I)
+_KV_TEST = re.compile(r"\b((?:pp|tg)\d+)\b", re.I)
+_SAMPLER = re.compile(r"(?i)\bsampler|\bsampling\s+time|\bsample\s+time")
 _PER_SOMETHING = re.compile(r"\s*(?:per|/)\s*(?:active[\s-]*b\b|active\b|b\b|billion|param|\$|dollar|watts?\b|w\b)", re.I)
 _LINKS = re.compile(r"!?\[[^\]]*\]\([^)]*\)|https?://\S+")
 _CRANGE = re.compile(r"\bC(\d+)\s*(?:-|–|to|\.\.)\s*C(\d+)\b")
@@ -113,6 +115,9 @@ def read_kv_lines(blk: Block, *, seen: list | None = None) -> tuple[list[Draft],
         ph = phase_of(k)
         if ph:
             b.put("phase", ph, None)
+        tm = _KV_TEST.search(k)
+        if tm:      # "Prompt processing (pp1024): 294.78 tokens/sec": llama-bench's test named in the label
+            b.put("test", tm.group(1).lower(), tm.group(1))
         sc = scope_of(k)
         if sc:
             b.put("scope", sc, None)
@@ -153,6 +158,8 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
             why = "in differences ('+10 tok/s', '10 tok/s faster')"
         elif _TARGET.search(before):
             why = "in targets and expectations"
+        elif _SAMPLER.search(chunk[max(0, chunk.rfind("\n", 0, m.start()) + 1):m.start()]):
+            why = "in sampler timings (the sampler's speed, not the model's)"
         elif _PER_SOMETHING.match(after):
             why = "in speeds divided by something ('tok/s per active-B', 'per watt', 'per $')"
         if why:
@@ -202,6 +209,9 @@ def read_prose(text: str, blk: Block, *, context_text: str = "", seen: list | No
                     or _HEAD_SPLIT.split(before)[-1])
             ph = (phase_of(m.group("ph") or "") or phase_of(tail) or phase_of(head) or phase_of(sentence)
                   or phase_of(context_text))    # "31.82 decode TPS", "675.6 PP tok/s": the word before the unit
+            tm = _KV_TEST.search(before[-40:])
+            if tm and "test" not in b.entry.fields:   # "Prompt processing (pp1024): 294.78 tokens/sec"
+                b.put("test", tm.group(1).lower(), tm.group(1))
             if ph:
                 b.put("phase", ph, None)
             sc = scope_of(window)

@@ -654,3 +654,21 @@ def test_a_pasted_pipe_table_that_lost_its_alignment_row_is_read():
     assert {k: v["model"] for k, v in got.items()} == {20.2: "Qwen3-4B-VL", 35.5: "Qwen3-4B-VL", 27.2: "Qwen2.5-3B-VL",
                                                        45.2: "Qwen2.5-3B-VL"}
     assert _figures("| a | b |\n| c | d |\n| e | f |\n") == {}    # no numbers: not a table of figures
+
+
+def test_prompt_and_new_tokens_per_second_a_test_in_a_label_and_sampler_lines():
+    got = _figures("- Prompt processing (pp1024): 294.78 tokens/sec\n- Text generation (tg256): 27.67 tokens/sec\n", "text")
+    assert {k: (v["phase"], v.get("test")) for k, v in got.items()} == {294.78: ("prefill", "pp1024"),
+                                                                       27.67: ("decode", "tg256")}
+    kv = _figures("Prompt tokens per second: 295.87 tps, New tokens per second: 4.85 tps\n", "text")
+    assert {k: v["phase"] for k, v in kv.items()} == {295.87: "prefill", 4.85: "decode"}
+    sampler = _figures("```\nllama_perf_sampler_print:    sampling time =      11,02 ms /   333 runs   (    0,03 ms per "
+                       "token, 30206,82 tokens per second)\n```\n")
+    assert sampler == {}
+
+
+def test_a_number_before_a_unit_is_not_a_models_version():
+    from scrapers.pagefacts import find_model
+
+    assert find_model("Apple M1 llama 62 tokens/s") == "llama"
+    assert find_model("Llama 3.1 8B is fast") == "Llama 3.1 8B"
