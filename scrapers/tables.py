@@ -113,6 +113,8 @@ def _apply_item_label(b: Builder, item: str) -> None:
 
 
 _SPEC_HEAD = re.compile(r"(?i)eagle|medusa|\bmtp\b|lookahead|n-?gram|prompt[\s-]lookup|spec(?:ulative)?\b|draft")
+_UNIT_TAIL = re.compile(r"\s*\(\s*(?:tps|tok(?:en)?s?\s*/\s*s(?:ec)?|t/s|tokens?/sec)\s*\)\s*$", re.I)
+_WA = re.compile(r"(?i)w\d+a\d+")
 _BARE_QUANT = re.compile(r"(?i)(?:float|fp|bf|int|f)(?:4|8|16|32)|bfloat16|nvfp4|mxfp4|I?Q\d(?:_[A-Z0-9]+)*|awq|gptq")
 _BARE_TEST = re.compile(r"(?i)\s*((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\s*")
 
@@ -148,8 +150,9 @@ def _header_meaning(b: Builder, header: str, has: set[str]) -> None:
             b.put("spec_method", *st["spec_method"])
             if "draft_tokens" in st:
                 b.put("draft_tokens", *st["draft_tokens"])
-    if "quantization" not in has and _BARE_QUANT.fullmatch(h):
-        b.put("quantization", h, h)       # "| Engine | float32 | float16 | int8 |": a column per precision
+    hq = _UNIT_TAIL.sub("", h)
+    if "quantization" not in has and (_BARE_QUANT.fullmatch(hq) or _WA.fullmatch(hq)):
+        b.put("quantization", hq, hq)     # "| Engine | float32 | float16 | int8 |", "| W8A16 (TPS) |": a column per precision
     if "hardware" not in has and BARE_CARD.match(h):
         b.put("hardware", h, h)           # "| 3090Ti | 4090 |": columns named after cards
     elif "hardware" not in has and ":" in h:

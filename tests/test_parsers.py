@@ -672,3 +672,8 @@ def test_a_number_before_a_unit_is_not_a_models_version():
 
     assert find_model("Apple M1 llama 62 tokens/s") == "llama"
     assert find_model("Llama 3.1 8B is fast") == "Llama 3.1 8B"
+
+
+def test_a_precision_column_with_its_unit_gives_each_column_its_quantization():
+    got = _figures("| Model | W16A16 (TPS) | W8A16 (TPS) | W4A16 (TPS) |\n|---|---|---|---|\n| Qwen3-4B-VL | ~20.2 | ~35.5 | ~52.2 |\n")
+    assert {k: v.get("quantization") for k, v in got.items()} == {20.2: "W16A16", 35.5: "W8A16", 52.2: "W4A16"}
