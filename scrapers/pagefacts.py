@@ -20,7 +20,7 @@ _GPU = (r"(?<![\w-])(?:NVIDIA\s+|AMD\s+|Apple\s+)?(?:GeForce\s+)?(?:RTX\s*(?:PRO
 BARE_CARD = re.compile(r"^(?:[1-5]0[5-9]0|[1-5]0[6-8]0)(?:\s?Ti|D|\s?Super)?$", re.I)
 _HW = re.compile(r"(?:(?P<n>\d+|" + "|".join(_NUM_WORDS) + r")\s*(?:x|×)?\s*)?(?P<hw>" + _GPU + r")"
                  r"(?:\s+\d+\s*GB)?(?:\s+(?:GPUs?|cards?|boards?))?", re.I)
-_MODEL = re.compile(r"\b(?!llama\.cpp|llama[-_]?cpp|llama-bench|llama-server|llama-cli|llama-simple|llama-run|llama-perplexity|llamafile)((?-i:[A-Z][A-Za-z]{1,12}-[VK]\d+(?:\.\d+)?)(?:-[A-Za-z][\w.]*)*(?![\w.-])|(?:(?-i:[A-Z][A-Za-z0-9]+)(?:[-.][A-Za-z0-9]+)*[-_]\d+(?:\.\d+)?"
+_MODEL = re.compile(r"\b(?!llama\.cpp|llama[-_]?cpp|llama2\.c\b|llama2\.c-|llama-bench|llama-server|llama-cli|llama-simple|llama-run|llama-perplexity|llamafile)((?-i:[A-Z][A-Za-z]{1,12}-[VK]\d+(?:\.\d+)?)(?:-[A-Za-z][\w.]*)*(?![\w.-])|(?:(?-i:[A-Z][A-Za-z0-9]+)(?:[-.][A-Za-z0-9]+)*[-_]\d+(?:\.\d+)?"
                     r"(?-i:[BM])?(?:x\d+(?:\.\d+)?)?[bBmM](?![\w])(?:-[\w.]+)*)|(?:GLM|Qwen|Llama|DeepSeek|Mistral|Mixtral|gpt-oss|Gemma|Kimi|MiniMax|Phi|Hermes|Command[-\s]R\+?|Vicuna|Falcon|MPT|TinyLlama|CodeLlama|Mixtral|Yi|Phi|OLMo|Granite|Nemotron|InternLM|Baichuan|StarCoder)"
                     r"(?:-[\w.]+|\s(?=[\w.]*\d)[\w.]+(?![\w.])(?!\s*(?:tok|t/s|tps|tokens?\b))|[\w.]*)(?:-[\w.]+)*(?:\s+(?-i:[A-Z][a-z]{2,})(?=\s+\d+(?:\.\d+)?[BM](?![\w-])))?"
                     r"(?:\s+(?:\d+(?:\.\d+)?[BM]|v\d+)(?![\w-]))*(?::[\w][\w.-]*)?)",

@@ -358,6 +358,7 @@ def test_an_engine_package_name_is_not_a_model():
     from scrapers.pagefacts import find_model
 
     assert find_model("official ggml.llamacpp WinGet build 9553, llama-cpp-python 0.2.90") is None
+    assert find_model("the llama2.c-android-wrapper app on a Pixel") is None       # llama2.c is a program
     assert find_model("llama_cpp server with Llama-3-8B") == "Llama-3-8B"
 
 
