@@ -152,6 +152,7 @@ def cancels(text: str) -> bool:
 
 
 _NEAR = 600   # characters before a table read as its nearest scope in a long section
+_MODEL_HEADING = re.compile(r"(?i)^\**model\**\s*[:=]\s*`?([\w./:-]*\w)`?\s*$")
 # the line a GitHub issue, PR or discussion page opens with: its repository names no model of the thread
 REPO_LINE = re.compile(r"^[\w.-]+/[\w.-]+\s+·\s+(?:issue|pull request|pr|discussion)\b[^\n]*$", re.I)
 
@@ -199,8 +200,19 @@ class Page:
                     self._code_models.setdefault(b.section_id, []).append((b.start, name, a, a + len(m.group(0)), None))
         self._parents: dict[int, list[int]] = {}
         self._setup: dict[int, list[int]] = {}      # parent heading -> its "Settings"/"Setup" child headings
+        # a "### Model: X" heading followed by sibling headings ("### Number of GPUs: 1"): X is their model
+        # until the next "Model:" heading at that level or a heading above it
+        self._model_heading: dict[int, tuple[str, int, int]] = {}
+        current: dict[int, tuple[str, int, int]] = {}
         stack: list[tuple[int, int]] = []
         for i, b in self.headings.items():
+            for lvl in [lv for lv in current if lv > b.level]:
+                del current[lvl]
+            mh = _MODEL_HEADING.match(b.text.strip())
+            if mh:
+                current[b.level] = (mh.group(1), b.start, b.end)
+            elif b.level in current:
+                self._model_heading[i] = current[b.level]
             while stack and stack[-1][0] >= b.level:
                 stack.pop()
             self._parents[i] = [s[1] for s in reversed(stack)]
@@ -365,6 +377,9 @@ class Page:
                 if cut > 0:
                     a, near = a + cut + 2, near[cut + 2:]
                 out.append((near, (a, blk.start), False))
+            if hid in self._model_heading:
+                name, ma, mb = self._model_heading[hid]
+                out.append(("MODEL_NAME=" + name, (ma, mb), False))
             out.append(((h.text if h else "") + " . " + body, span, first))
             for sid2 in self._setup.get(hid, []):
                 # a "Settings" / "Setup" / "Environment" section states the setup of its later siblings

@@ -18,7 +18,7 @@ from scrapers.tables import Draft
 
 _TPS = re.compile(r"(?P<approx>~|≈|∼|about\s+|around\s+|roughly\s+|over\s+|up\s+to\s+|nearly\s+|almost\s+|>\s*)?"
                   r"(?P<list>(?:" + NUMBER + r"\s*/\s*){1,15})?(?P<n>" + NUMBER + r")(?P<hi>\s*(?:->|→|=>|-|–|to)\s*~?"
-                  + NUMBER + r")?\s*(?:\*\*)?\s*(?P<ph>(?:decode|prefill|PP|TG|prompt|gen(?:eration)?|output|eval)\s+)?"
+                  + NUMBER + r")?\s*(?:\*\*|`)?\s*(?P<ph>(?:decode|prefill|PP|TG|prompt|gen(?:eration)?|output|eval)\s+)?"
                   r"(?:tok(?:en)?s?\s*/\s*s(?:ec(?:ond)?)?|t/s|tokens?[\s-]+per[\s-]+s(?:ec(?:ond)?)?|TPS|"
                   r"tok/sec|t/sec)\b", re.I)   # "tokens-per-sec": mlx_lm's generate
 _STEADY_NEAR = re.compile(r"steady[\s-]*state[^.]{0,30}$", re.I)

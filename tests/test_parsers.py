@@ -678,3 +678,18 @@ def test_a_number_before_a_unit_is_not_a_models_version():
 def test_a_precision_column_with_its_unit_gives_each_column_its_quantization():
     got = _figures("| Model | W16A16 (TPS) | W8A16 (TPS) | W4A16 (TPS) |\n|---|---|---|---|\n| Qwen3-4B-VL | ~20.2 | ~35.5 | ~52.2 |\n")
     assert {k: v.get("quantization") for k, v in got.items()} == {20.2: "W16A16", 35.5: "W8A16", 52.2: "W4A16"}
+
+
+def test_a_model_heading_names_the_model_of_its_sibling_sections():
+    body = ("### Model: h2oai/h2ogpt-4096-llama2-7b-chat\n### Number of GPUs: 1\n\n| bits | gpus | generation speed [tokens/sec] |\n"
+            "|---:|:---|---:|\n| 16 | 1 x NVIDIA GeForce RTX 4090 | 40.9252 |\n\n### Model: h2oai/h2ogpt-4096-llama2-13b-chat\n"
+            "### Number of GPUs: 1\n\n| bits | gpus | generation speed [tokens/sec] |\n|---:|:---|---:|\n"
+            "| 16 | 1 x NVIDIA GeForce RTX 4090 | 21.7 |\n")
+    got = _figures(body)
+    assert {k: v["model"] for k, v in got.items()} == {40.9252: "h2oai/h2ogpt-4096-llama2-7b-chat",
+                                                       21.7: "h2oai/h2ogpt-4096-llama2-13b-chat"}
+
+
+def test_a_figure_in_inline_code_before_its_unit():
+    got = _figures("Achieved `meta-llama/Llama-2-7b-hf fp32`: `44.642857` tok/s (on A100).\n", "text")
+    assert list(got) == [44.642857]
