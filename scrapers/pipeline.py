@@ -237,7 +237,9 @@ def _unclaimed(blk: Block, claimed: list[tuple[int, int]]) -> list[Block]:
 
 
 _WEIGHTS_FILE = re.compile(r"(?i)^(?P<m>[\w.-]*?\d[\w.-]*?)(?:\.ggml(?:v\d+)?(?:\.(?P<q>(?:I?Q|F|BF)\d+(?:_[A-Z0-9]+)*))?"
-                           r"(?:\.bin)?|[-_.](?P<q2>I?Q\d(?:_[A-Z0-9]+)*)\.gguf|\.gguf|(?:[-_](?P<q3>\d+bit))?\.(?:safetensors|pth?|bin))$")
+                           r"(?:\.bin)?|[-_.](?P<q2>I?Q\d(?:_[A-Z0-9]+)*)\.gguf|\.gguf|(?:[-_](?P<q3>\d+bit))?\.(?:safetensors|pth?|bin)|"
+                           r"\.(?P<q4>I?Q\d_(?:K(?:_[SML])?|\d)|Q8_0|F16|BF16))$")
+# (".Q6_K" right after a versioned name: TheBloke-style GGUF file names without their .gguf)
 
 
 def _finish(d: Draft) -> ParsedEntry | None:
@@ -252,7 +254,7 @@ def _finish(d: Draft) -> ParsedEntry | None:
     weights = _WEIGHTS_FILE.match(str(f.get("model") or ""))
     if weights:     # "llama-2-7b-chat.ggmlv3.q2_K", "Qwen3-8B-Q4_K_M.gguf": a weights file names its model
         f["model"] = weights.group("m")
-        quant = weights.group("q") or weights.group("q2") or weights.group("q3")
+        quant = weights.group("q") or weights.group("q2") or weights.group("q3") or weights.group("q4")
         if quant and "quantization" not in f:
             f["quantization"] = quant
     if "phase" not in f:

@@ -693,3 +693,8 @@ def test_a_model_heading_names_the_model_of_its_sibling_sections():
 def test_a_figure_in_inline_code_before_its_unit():
     got = _figures("Achieved `meta-llama/Llama-2-7b-hf fp32`: `44.642857` tok/s (on A100).\n", "text")
     assert list(got) == [44.642857]
+
+
+def test_a_gguf_quant_tail_after_a_dot_is_the_quantization():
+    got = _figures("| model | test | t/s |\n|---|---|---|\n| Mixtral-8x22B-Instruct-v0.1.Q6_K | pp256 | 19.94 |\n")
+    assert (got[19.94]["model"], got[19.94]["quantization"]) == ("Mixtral-8x22B-Instruct-v0.1", "Q6_K")
