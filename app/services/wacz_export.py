@@ -129,13 +129,7 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
             pos = f.tell()
             for s in sorted(wanted.values(), key=lambda r: (r.timestamp, r.id)):
                 src = settings.warc_dir / s.warc_file
-                try:
-                    rec = read_record(src, s.offset, s.length)
-                except RecordUnreadable as exc:
-                    report.skipped.append(f"{s.citation_id} {s.url}: {exc.kind}: {exc.message}")
-                    continue
-                if rec.problems:
-                    report.skipped.append(f"{s.citation_id} {s.url}: fixity failed: {'; '.join(rec.problems)}")
+                if not _verified(src, s.offset, s.length, f"{s.citation_id} {s.url}", report):
                     continue
                 members = [(s.offset, s.length, True)]
                 if s.request_offset is not None and s.request_length:
@@ -158,13 +152,7 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                         pages.append(_page(settings, session, s))
             for m in measured:  # each measurement's evidence record, after the exchanges it names
                 src = settings.warc_dir / m.warc_file
-                try:
-                    rec = read_record(src, m.offset, m.length)
-                except RecordUnreadable as exc:
-                    report.skipped.append(f"measurement {m.citation_id}: {exc.kind}: {exc.message}")
-                    continue
-                if rec.problems:
-                    report.skipped.append(f"measurement {m.citation_id}: fixity failed: {'; '.join(rec.problems)}")
+                if not _verified(src, m.offset, m.length, f"measurement {m.citation_id}", report):
                     continue
                 with open(src, "rb") as fin:
                     fin.seek(m.offset)
@@ -181,6 +169,19 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
                    software=f"Caveat {__version__}", main_page=pages[0] if pages else None,
                    sign=wacz_signer(settings))
     return report
+
+
+def _verified(src: Path, offset: int, length: int, what: str, report: ExportReport) -> bool:
+    """Whether the record at ``offset`` reads and its digests verify; when not, why goes to the report."""
+    try:
+        rec = read_record(src, offset, length)
+    except RecordUnreadable as exc:
+        report.skipped.append(f"{what}: {exc.kind}: {exc.message}")
+        return False
+    if rec.problems:
+        report.skipped.append(f"{what}: fixity failed: {'; '.join(rec.problems)}")
+        return False
+    return True
 
 
 def _measurements(session: Session, exported: set[str], report: ExportReport) -> list[Measurement]:
