@@ -129,10 +129,10 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
 
     install_openapi(app)  # typed document with the real error shape, /api/openapi.json, /docs
     app.add_middleware(BoundedIntegers)
-    from app.services.citations import RequestOrigin
+    from app.replay.citations import RequestOrigin
 
     app.add_middleware(RequestOrigin, settings=settings)  # URLs built when served: CAVEAT_BASE_URL or this origin
-    from app.services.replay import ReplayOriginGuard
+    from app.replay.wayback import ReplayOriginGuard
 
     app.add_middleware(ReplayOriginGuard)  # CAVEAT_REPLAY_ORIGIN: archived bytes from that origin only
     app.add_middleware(PublicReads)  # CORS, ETag, Cache-Control, 304 and OPTIONS on public reads

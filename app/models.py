@@ -93,7 +93,7 @@ class Source(Base):
     last_status: Mapped[str | None] = mapped_column(String(16))  # ok|warnings|empty|failed
     last_error: Mapped[str | None] = mapped_column(Text)
     last_warnings: Mapped[list | None] = mapped_column(JSON)
-    # Watching (issue 17, app/services/schedule.py): re-crawl every N seconds; validators for conditional requests.
+    # Watching (issue 17, app/watch/schedule.py): re-crawl every N seconds; validators for conditional requests.
     every_seconds: Mapped[int | None] = mapped_column(Integer)
     next_crawl_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     etag: Mapped[str | None] = mapped_column(Text)
@@ -194,7 +194,7 @@ class Entry(Base):
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
         Index("ix_entries_recipe", "recipe_id"),
         Index("ix_entries_model", "model"),
-        # flag_count and gone trail so the review queue filters and pages inside the index (app/services/queue.py)
+        # flag_count and gone trail so the review queue filters and pages inside the index (app/audit/queue.py)
         Index("ix_entries_queue", "severity_rank", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_inflation", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_decision", "decision_status", "severity_rank"),
@@ -240,7 +240,7 @@ class Flag(Base):
     __table_args__ = (
         UniqueConstraint("entry_id", "rule", name="uq_flags_entry_rule"),
         Index("ix_flags_rule", "rule", "active"),
-        Index("ix_flags_updated", "updated_at"),  # the review queue's change marker (app/services/queue.py)
+        Index("ix_flags_updated", "updated_at"),  # the review queue's change marker (app/audit/queue.py)
     )
 
 
@@ -362,7 +362,7 @@ class HostSlot(Base):
 
 
 class ChangeEvent(Base):
-    """What a crawl found different (app/services/changes.py): an entry's figures, flags or quotable answer
+    """What a crawl found different (app/watch/changes.py): an entry's figures, flags or quotable answer
     changed, or an entry or the whole page vanished (or came back). Append-only."""
 
     __tablename__ = "change_events"

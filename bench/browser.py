@@ -52,7 +52,7 @@ def free_port() -> int:
 def ours(site: Site, urls: list[str], tmp: Path) -> tuple[float, list[Path]]:
     from app.config import Settings
     from app.db import Database
-    from app.services.browser_capture import capture_browser_urls
+    from app.capture.browser import capture_browser_urls
 
     data = tmp / "caveat"
     settings = Settings(data_dir=data, allow_private_hosts=site.allow, browser_executable=CHROMIUM,

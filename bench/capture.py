@@ -84,7 +84,7 @@ def run_ours(urls: list[str], workdir: Path, workers: int, processes: int | None
              database_url: str | None = None) -> tuple[float, int]:
     from app.config import Settings
     from app.db import Database
-    from app.services.capture import capture_urls
+    from app.capture.http import capture_urls
 
     settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True, database_url=database_url)
     db = Database(settings)
@@ -152,7 +152,7 @@ def main() -> None:
             if args.compare_log:
                 import shutil
 
-                import app.services.capture as capture_service
+                import app.capture.http as capture_service
 
                 real = capture_service.append_written
                 spent = [0.0]

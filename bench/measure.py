@@ -3,7 +3,7 @@ it spends per streamed token.
 
 The reference: a real HTTP server on 127.0.0.1 (tests/openai_server.py, in its own process so its CPU
 is not counted) streaming SSE tokens on an absolute schedule at a known, fixed rate, so the true decode
-rate of every request is that rate. The harness is Caveat's own code path (`app.services.measure.run`:
+rate of every request is that rate. The harness is Caveat's own code path (`app.measure.run`:
 discovery, prompts, streaming client, output checks, summary), in this process; its CPU is this
 process's CPU time (all threads) over the run.
 
@@ -66,8 +66,8 @@ def floor(url: str, tokens: int, requests: int) -> float:
 
 
 def one(concurrency: int, tokens: int, prompts: int) -> dict:
-    from app.services.measure.client import Endpoint
-    from app.services.measure.run import Plan, execute, summarise
+    from app.measure.client import Endpoint
+    from app.measure.run import Plan, execute, summarise
 
     rate = AGGREGATE / concurrency
     proc = subprocess.Popen([sys.executable, __file__, "--serve", str(rate)], stdin=subprocess.PIPE,

@@ -83,9 +83,9 @@ def main() -> int:
 
     import pandas
     import scrapers
-    from app.services.capture import capture_urls
-    from app.services.claims import store_parse
-    from app.services.snapshots import load_record
+    from app.capture.http import capture_urls
+    from app.claims.store import store_parse
+    from app.storage.snapshots import load_record
 
     data = rows(args.entries)
     tmp = Path(tempfile.mkdtemp(prefix="caveat-bench-"))

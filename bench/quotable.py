@@ -43,8 +43,8 @@ def build(settings, n_entries: int) -> list[str]:
 
     from app.db import Database
     from app.models import Recipe, Snapshot, Source, utcnow
-    from app.services.audit import audit_all
-    from app.services.claims import store_parse
+    from app.audit.engine import audit_all
+    from app.claims.store import store_parse
     from archive.citeid import new_citation_id
     from scrapers.fields import ParsedEntry, ParseResult
 

@@ -21,10 +21,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from parse import html_page, rows  # noqa: E402 - bench/ is this script's own folder
 
-import app.services.crawl as crawl_service  # noqa: E402
+import app.crawl.workflow as crawl_service  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
-from app.services.sources import add_source  # noqa: E402
+from app.claims.sources import add_source  # noqa: E402
 from tests.helpers import LocalServer  # noqa: E402
 
 STAGES = {"capture_urls": "capture", "parse_snapshot": "parse", "store_parse": "store", "audit_entries": "audit"}

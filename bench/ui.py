@@ -11,7 +11,7 @@ columns and 1-4 flags each (about 2.5 N flag rows), then requests, in-process th
   once per decision, ``--repeat`` decisions each.
 
 Prints p50/p95/max per case. The goal is p95 <= 50 ms. Counts are cached between requests until the
-data changes (see app/services/queue.py); the first ("cold") request of each case is reported apart.
+data changes (see app/audit/queue.py); the first ("cold") request of each case is reported apart.
 
 Run: .venv/bin/python bench/ui.py [--entries 100000] [--repeat 40]
 """
@@ -117,7 +117,8 @@ def main() -> int:
         worst = 0.0
         from sqlalchemy import select
 
-        from app.services import auth, decisions
+        from app.accounts import auth
+        from app.audit import decisions
 
         with db.session() as s:
             reviewer = auth.create_user(s, "bench-reviewer", "bench passphrase long enough").id

@@ -90,8 +90,8 @@ def setup(data: Path, url: str, base: str, n: int, *, due: bool) -> None:
     from app.config import Settings
     from app.db import Database
     from app.models import utcnow
-    from app.services import schedule
-    from app.services.sources import add_source
+    from app.watch import schedule
+    from app.claims.sources import add_source
 
     subprocess.run([*CAVEAT, "init"], env=env_for(data, url), check=True, capture_output=True)
     db = Database(Settings(data_dir=data, database_url=url))

@@ -8,7 +8,7 @@ import uuid
 from sqlalchemy import select
 
 from app.models import Entry, Snapshot, Source, utcnow
-from app.services.claims import store_parse
+from app.claims.store import store_parse
 from archive.citeid import new_citation_id
 from scrapers.fields import ParsedEntry, ParseResult
 

@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from app.services.measure.words import COMMON
+from app.measure.words import COMMON
 
 _WORDS = sorted(COMMON)
 

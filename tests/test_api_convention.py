@@ -10,9 +10,11 @@ import pytest
 from sqlalchemy import select
 
 from app.models import Flag, Recipe
-from app.services import auth, decisions, measurements
-from app.services.audit import audit_entries
-from app.services.capture import capture_urls
+from app.accounts import auth
+from app.audit import decisions
+from app.audit import measurements
+from app.audit.engine import audit_entries
+from app.capture.http import capture_urls
 from tests.audit_data import glm_entries, store
 
 PAGE = b"<html><body><table><tr><td>GLM-5.3-Flash</td><td>373 to 391</td></tr></table></body></html>"
@@ -47,7 +49,7 @@ def seeded(app, server):
 def _watch_rows(s, snapshot) -> dict:
     """A crawl and a change event (issue 17's /api/crawls/{crawl_id}, /api/changes/{event_id})."""
     from app.models import ChangeEvent, Crawl
-    from app.services.sources import add_source
+    from app.claims.sources import add_source
 
     src = add_source(s, "watched-board", snapshot.url, "html")
     crawl = Crawl(source_id=src.id, kind="crawl", status="ok", trigger="cli")

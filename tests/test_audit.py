@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.models import Entry, Flag, Recipe
-from app.services.audit import audit_entries, flag_json, flags_for_entries
-from app.services.rules import RULESET_VERSION
+from app.audit.engine import audit_entries, flag_json, flags_for_entries
+from app.audit.rules import RULESET_VERSION
 from scrapers.fields import ParsedEntry
 from tests.audit_data import GLM_NOTES, entry_by_draft, glm_entries, store
 

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.errors import BadRequest, Conflict, Forbidden
 from app.models import ApiToken, User
-from app.services import auth
+from app.accounts import auth
 
 
 @pytest.fixture

@@ -46,10 +46,10 @@ CHILD = textwrap.dedent('''
     from tests.helpers import LocalServer
     from app.config import Settings
     from app.db import Database
-    from app.services.capture import capture_urls
-    from app.services.crawl import crawl
-    from app.services.sources import add_source
-    from app.services.importer import import_warcs
+    from app.capture.http import capture_urls
+    from app.crawl.workflow import crawl
+    from app.claims.sources import add_source
+    from app.capture.importer import import_warcs
     from fastapi.testclient import TestClient
     from app.main import create_app
 

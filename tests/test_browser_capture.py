@@ -17,8 +17,8 @@ from sqlalchemy import func, select
 
 from app.db import Database
 from app.models import Entry, Snapshot
-from app.services.browser_capture import capture_browser_urls, page_records
-from app.services.snapshots import load_record
+from app.capture.browser import capture_browser_urls, page_records
+from app.storage.snapshots import load_record
 from tests.browser_site import Site, png_header, red_pixels, wait_for
 from tests.capture_helpers import CLI, cli_env, ref_tool, run, warc_files
 
@@ -314,7 +314,7 @@ def test_a_50_mb_script_is_fetched_and_handed_over_in_bounded_memory(settings, s
     s2 = guarded(settings, site, browser_page_time_limit=60)
     code = ("import json, resource, sys\n"
             "from app.db import Database\nfrom app.config import Settings\n"
-            "from app.services.browser_capture import capture_browser_urls\n"
+            "from app.capture.browser import capture_browser_urls\n"
             "r = capture_browser_urls(Database(Settings()), [sys.argv[1]])[0]\n"
             "peak = int([l for l in open('/proc/self/status') if l.startswith('VmHWM')][0].split()[1]) * 1024\n"
             "kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024\n"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from app.db import Database
-from app.services.browser_capture import capture_browser_urls
+from app.capture.browser import capture_browser_urls
 from tests.browser_site import Site
 from tests.test_browser_capture import CHROMIUM, guarded
 from tests.test_browser_replaywebpage import EMBED, RWP, static_server  # noqa: F401 - a fixture

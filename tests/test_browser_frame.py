@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from tests.test_browser_replay import CHROMIUM, FLAGS
 
 LONG = ("<!doctype html><html><head><title>Board</title><script>document.title='pwned'</script></head><body>"

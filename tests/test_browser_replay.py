@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 
 CHROMIUM = os.environ.get("CAVEAT_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

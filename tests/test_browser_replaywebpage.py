@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from tests.test_browser_replay import CHROMIUM, FLAGS
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.db import Database
-from app.services import auth
+from app.accounts import auth
 
 
 def test_post_api_sources_adds_a_browser_source_with_the_admin_scope(backend_settings):

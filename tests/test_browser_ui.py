@@ -15,8 +15,8 @@ import pytest
 import uvicorn
 
 from app.main import create_app
-from app.services.demo import DemoSite, demo_settings, run_demo
-from app.services.queue import clear_cache
+from app.demo.run import DemoSite, demo_settings, run_demo
+from app.audit.queue import clear_cache
 
 CHROMIUM = os.environ.get("CAVEAT_CHROMIUM", "/usr/bin/chromium")
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

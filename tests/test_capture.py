@@ -13,8 +13,8 @@ from sqlalchemy import func, select
 
 from app.errors import NotFound
 from app.models import Snapshot
-from app.services.capture import capture_urls
-from app.services.snapshots import find_by_citation, load_record
+from app.capture.http import capture_urls
+from app.storage.snapshots import find_by_citation, load_record
 from archive.reader import read_record
 from archive.recovery import scan_members
 from tests.capture_helpers import db_with, warc_files
@@ -196,7 +196,7 @@ def test_fetch_time_limit_stops_a_dripping_server(db, server):
 
 
 def test_an_interrupted_thread_capture_stops_its_fetches(db, server):
-    from app.services.capture import limits_for, spool_dir
+    from app.capture.http import limits_for, spool_dir
     from archive.prepare import ThreadStage
 
     server.route("/drip2", handler=_drip)
@@ -333,7 +333,7 @@ def test_large_bodies_stream_through_disk(db, server, monkeypatch):
 
 
 def test_cdxj_index_is_merged_and_heals_when_stale(db, server):
-    from app.services.warcfiles import index_path
+    from app.storage.warcfiles import index_path
 
     capture_urls(db, [server.route("/i1", PAGE + "1"), server.route("/i2", PAGE + "2")])
     capture_urls(db, [server.route("/i3", PAGE + "3")])  # merged into the sorted file

@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 
 import archive.prepare as prepare
 from app.models import Snapshot
-from app.services.capture import PROCESS_MIN_URLS, capture_urls, default_processes, spool_dir
-from app.services.snapshots import load_record
-from app.services.warcfiles import index_path
+from app.capture.http import PROCESS_MIN_URLS, capture_urls, default_processes, spool_dir
+from app.storage.snapshots import load_record
+from app.storage.warcfiles import index_path
 from tests.capture_helpers import CLI, REPO, cli_env, ref_tool, run, warc_files
 
 

@@ -6,7 +6,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.models import Snapshot
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from archive.fetcher import Fetcher, FetchError, Limits, address_problem
 from tests.capture_helpers import db_with
 

@@ -9,8 +9,8 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.models import Entry, Snapshot
-from app.services.capture import capture_urls
-from app.services.citations import quote_url
+from app.capture.http import capture_urls
+from app.replay.citations import quote_url
 
 PAGE = """<!doctype html><html><head><title>Speed board</title>
 <style>.x{color:red}</style><script>var secret = "not visible text";</script></head>
@@ -213,7 +213,7 @@ def test_a_citation_answers_while_another_process_holds_the_write_lock(client, c
 from hypothesis import given, settings as hsettings, strategies as st  # noqa: E402
 from urllib.parse import quote as _std_quote, urlencode as _std_urlencode  # noqa: E402
 
-from app.services import citations as _citations  # noqa: E402
+from app.replay import citations as _citations  # noqa: E402
 
 _texts = st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=60)
 

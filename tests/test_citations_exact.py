@@ -12,7 +12,7 @@ from bs4 import BeautifulSoup
 from sqlalchemy import select
 
 from app.models import Entry, EntryVersion, Flag, Snapshot
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from tests.test_crawl import leaderboard_html
 
 PAGE = """<!doctype html><html><head><title>Board</title><script>document.title='pwned'</script></head>
@@ -158,7 +158,7 @@ def test_links_are_built_when_served_from_base_url_or_the_request_origin(setting
 
     from app.config import Settings
     from app.main import create_app
-    from app.services.audit import flags_for_entries
+    from app.audit.engine import flags_for_entries
 
     url = server.route("/board.html", leaderboard_html())
     assert cli("source", "add", "board", url, "--kind", "html").exit_code == 0

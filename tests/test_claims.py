@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 
 from app.db import Database
 from app.models import Entry, EntryVersion, Recipe, Snapshot
-from app.services.claims import SourceState, store_parse
-from app.services.identity import entry_keys, recipe_id_for, recipe_key
-from app.services.sources import add_source
+from app.claims.store import SourceState, store_parse
+from app.claims.identity import entry_keys, recipe_id_for, recipe_key
+from app.claims.sources import add_source
 from scrapers.fields import ParsedEntry, ParseResult
 
 _ids = itertools.count(1)
@@ -232,7 +232,7 @@ def test_details_stated_once_in_notes_do_not_split_the_ladder_but_batching_does(
 
 
 def test_recipes_never_merge_phase_scope_concurrency_test_speculation_or_scenario():
-    from app.services.identity import recipe_id_for, recipe_key
+    from app.claims.identity import recipe_id_for, recipe_key
 
     base = dict(model="GLM-5.2", hardware="RTX PRO 6000", gpu_count=4, engine="vLLM", headline_tps=80.0)
 
@@ -256,7 +256,7 @@ def test_recipes_never_merge_phase_scope_concurrency_test_speculation_or_scenari
 
 
 def test_a_prose_sentence_is_not_a_scenario_label():
-    from app.services.identity import recipe_id_for, recipe_key
+    from app.claims.identity import recipe_id_for, recipe_key
 
     base = dict(model="Llama-3.1-70B", hardware="RTX 3090", gpu_count=2, phase="decode", scope="per_user")
     a = recipe_id_for(recipe_key(dict(base, label="This configuration produces about 13 tokens/second in typical use.")))
@@ -266,7 +266,7 @@ def test_a_prose_sentence_is_not_a_scenario_label():
 
 
 def test_recipe_key_keeps_a_rows_settings_and_drops_its_links_and_workload_names():
-    from app.services.identity import recipe_key
+    from app.claims.identity import recipe_key
 
     base = {"model": "m", "hardware": "RTX 3090", "headline_tps": 50.0, "headline_label": "python", "label": "python"}
     a = recipe_key({**base, "_extra": {"draft-min": "1", "rocm": "6.4.1"}})

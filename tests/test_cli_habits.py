@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import select
 
 from app.models import Recipe, Source
-from app.services.audit import audit_entries
+from app.audit.engine import audit_entries
 from tests.audit_data import glm_entries, store
 
 
@@ -41,7 +41,8 @@ def test_user_list_and_remove(cli):
 
 def test_user_with_decisions_is_deactivated_not_deleted(cli, db):
     from app.models import Flag
-    from app.services import auth, decisions
+    from app.accounts import auth
+    from app.audit import decisions
 
     _seed(db)
     with db.session() as s:

@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 
 from app.db import Database
 from app.models import Entry, EntryVersion, Snapshot, Source
-from app.services.snapshots import load_record
+from app.storage.snapshots import load_record
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
 TYPES = {".json": "application/json", ".html": "text/html; charset=utf-8", ".md": "text/markdown; charset=utf-8",

@@ -13,8 +13,8 @@ from sqlalchemy import select
 
 from app.db import Database
 from app.models import Crawl, utcnow
-from app.services.crawl import crawl, end_dead_crawls
-from app.services.sources import add_source
+from app.crawl.workflow import crawl, end_dead_crawls
+from app.claims.sources import add_source
 from tests.capture_helpers import REPO, cli_env
 
 
@@ -71,8 +71,8 @@ def test_a_long_page_commits_in_batches_with_the_same_outcome(tmp_path, sqlite_t
 
     from sqlalchemy import event
 
-    import app.services.claims as claims
-    import app.services.crawl as crawl_service
+    import app.claims.store as claims
+    import app.crawl.workflow as crawl_service
     from app.models import Entry, Recipe
     from tests.conftest import make_settings
 

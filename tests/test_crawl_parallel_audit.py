@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from sqlalchemy import select
 
-import app.services.crawl as crawl_service
+import app.crawl.workflow as crawl_service
 from app.db import Database
 from app.models import Entry, Flag, Recipe
-from app.services.audit import audit_all
-from app.services.sources import add_source
+from app.audit.engine import audit_all
+from app.claims.sources import add_source
 from tests.helpers import LocalServer
 
 MODELS = ["GLM-5.3-Flash", "Qwen3-235B-A22B", "Llama-3.3-70B", "gpt-oss-120b"]

@@ -11,7 +11,7 @@ import pytest
 from sqlalchemy import func, select
 
 from app.models import ApiToken, Decision
-from app.services import auth
+from app.accounts import auth
 from tests.test_browser_replay import CHROMIUM, FLAGS
 
 PASSWORD = "a long password 1"

@@ -7,8 +7,9 @@ from sqlalchemy import select
 
 from app.errors import BadRequest, NotFound
 from app.models import Decision, Entry, Flag, Recipe
-from app.services import auth, decisions
-from app.services.audit import audit_entries
+from app.accounts import auth
+from app.audit import decisions
+from app.audit.engine import audit_entries
 from tests.audit_data import entry_by_draft, glm_entries, store
 
 

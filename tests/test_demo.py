@@ -12,8 +12,8 @@ from fastapi.testclient import TestClient
 
 from app.config import Settings
 from app.main import create_app
-from app.services.demo import DEMO_DIR, DemoSite, demo_sources
-from app.services.queue import clear_cache
+from app.demo.run import DEMO_DIR, DemoSite, demo_sources
+from app.audit.queue import clear_cache
 
 import scrapers
 

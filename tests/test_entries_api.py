@@ -9,8 +9,8 @@ from fastapi.testclient import TestClient
 
 from app.db import Database
 from app.models import Flag
-from app.services.claims import store_parse
-from app.services.sources import add_source
+from app.claims.store import store_parse
+from app.claims.sources import add_source
 from tests.test_claims import ladder_result, make_snapshot
 
 ENTRY_FIELDS = {"id", "source", "model", "hardware", "gpu_count", "engine", "engine_version", "quantization",
@@ -122,8 +122,8 @@ def test_recipe_ladder_orders_rungs_and_keeps_repeats(api):
 
 def test_entry_provenance_carries_a_selector_that_pins_one_occurrence(client, app, server):
     """Two rows with the same figure: each entry's selector points at its own row."""
-    from app.services.crawl import crawl
-    from app.services.sources import add_source
+    from app.crawl.workflow import crawl
+    from app.claims.sources import add_source
 
     page = ("| model | GPU | tok/s |\n| --- | --- | --- |\n| alpha-7B | RTX 4090 | 88.5 |\n"
             "| beta-7B | RTX 4090 | 88.5 |\n")
@@ -151,8 +151,8 @@ def test_entry_citations_pin_the_occurrence_they_were_read_from(client, app, ser
     figure repeated on the page cites its own row; the pinned link resolves to that occurrence."""
     from urllib.parse import parse_qs, urlsplit
 
-    from app.services.crawl import crawl
-    from app.services.sources import add_source
+    from app.crawl.workflow import crawl
+    from app.claims.sources import add_source
 
     page = ("<table><tr><th>Model</th><th>Draft</th><th>tok/s</th></tr>"
             "<tr><td>GLM-5.3-Flash</td><td>20</td><td>482.4</td></tr>"

@@ -18,8 +18,8 @@ from sqlalchemy import func, select
 
 from app.db import Database
 from app.models import Measurement, Recipe, Snapshot
-from app.services.audit import audit_entries
-from app.services.measure import checks, prompts
+from app.audit.engine import audit_entries
+from app.measure import checks, prompts
 from tests.audit_data import glm_entries, store as store_entries
 from tests.openai_server import Behaviour, OpenAIServer
 from tests.refbin import tool
@@ -500,7 +500,7 @@ def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, 
     back from its metadata record, with the same citation id, figures and per-request citations."""
     import shutil
 
-    from app.services.reindex import reindex_all
+    from app.capture.reindex import reindex_all
     from tests.conftest import make_settings
 
     with OpenAIServer(Behaviour(rate=4000)) as srv:
@@ -521,7 +521,7 @@ def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, 
         with db.Session() as s:
             rows = s.scalars(select(Measurement)).all()
             assert len(rows) == 1
-            from app.services.measurements import measurement_json
+            from app.audit.measurements import measurement_json
 
             after = measurement_json(rows[0], fresh)
     finally:
@@ -545,7 +545,7 @@ def test_export_wacz_carries_the_measurement_and_import_warc_restores_it(setting
 
     from app.cli import main
     from app.cli.context import CliContext
-    from app.services.measurements import measurement_json
+    from app.audit.measurements import measurement_json
     from tests.conftest import make_settings
 
     with OpenAIServer(Behaviour(rate=4000)) as srv:

@@ -22,9 +22,9 @@ import httpx
 import pytest
 
 from app.db import Database
-from app.services.measure.client import Endpoint
-from app.services.measure.run import Plan, execute
-from app.services.measure.store import store
+from app.measure.client import Endpoint
+from app.measure.run import Plan, execute
+from app.measure.store import store
 from tests.refbin import free_port, tool
 
 REPO = Path(__file__).resolve().parent.parent
@@ -110,7 +110,7 @@ def test_random_weights_output_is_measured_archived_and_refused(engine, cli, set
         from sqlalchemy import select
 
         from app.models import Snapshot
-        from app.services.snapshots import load_record
+        from app.storage.snapshots import load_record
 
         with db.Session() as s:
             snap = s.scalars(select(Snapshot).order_by(Snapshot.id)).first()

@@ -6,9 +6,11 @@ from __future__ import annotations
 from sqlalchemy import select
 
 from app.models import Flag
-from app.services import auth, decisions, queue
-from app.services.audit import audit_entries
-from app.services.queue import QueueFilters, review_queue
+from app.accounts import auth
+from app.audit import decisions
+from app.audit import queue
+from app.audit.engine import audit_entries
+from app.audit.queue import QueueFilters, review_queue
 from tests.audit_data import glm_entries, store
 
 FILTER_SETS = [QueueFilters(), QueueFilters(severity="critical"), QueueFilters(decision="pending"),

@@ -7,8 +7,8 @@ import json
 from sqlalchemy import select
 
 from app.models import Recipe
-from app.services import measurements
-from app.services.audit import audit_entries, audit_recipes
+from app.audit import measurements
+from app.audit.engine import audit_entries, audit_recipes
 from scrapers.fields import ParsedEntry
 from tests.audit_data import GLM_BASE, glm_entries, store
 

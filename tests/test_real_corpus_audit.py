@@ -50,8 +50,8 @@ def crawl_corpus(tmp: Path, labels: list[Path]) -> dict[str, list[dict]]:
     from app.config import Settings
     from app.db import Database
     from app.models import Entry, EntryVersion, Flag, Source
-    from app.services.crawl import crawl
-    from app.services.sources import add_source
+    from app.crawl.workflow import crawl
+    from app.claims.sources import add_source
     from tests.helpers import LocalServer
 
     settings = Settings(data_dir=tmp, allow_private_addresses=True, secret_key="k", base_url="http://caveat.test")

@@ -11,8 +11,8 @@ import time
 import httpx
 import pytest
 
-from app.services.capture import capture_urls
-from app.services.warcfiles import index_path
+from app.capture.http import capture_urls
+from app.storage.warcfiles import index_path
 from archive.cdxj import read_index
 from tests.capture_helpers import ref_tool, run, warc_files
 

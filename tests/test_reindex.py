@@ -18,11 +18,11 @@ from sqlalchemy import select
 
 from app.db import Database
 from app.models import Recipe, Snapshot, Source
-from app.services.capture import capture_urls
-from app.services.crawl import crawl
-from app.services.reindex import reindex_all, unindexed_files
-from app.services.snapshots import find_by_citation, load_record
-from app.services.sources import add_source
+from app.capture.http import capture_urls
+from app.crawl.workflow import crawl
+from app.capture.reindex import reindex_all, unindexed_files
+from app.storage.snapshots import find_by_citation, load_record
+from app.claims.sources import add_source
 from tests.capture_helpers import ref_tool, run, warc_files
 from tests.conftest import _truncate_pg
 
@@ -245,7 +245,7 @@ def test_db_copy_between_sqlite_and_postgresql_keeps_citations_and_answers(setti
     from sqlalchemy import create_engine, text
     from sqlalchemy.engine import make_url
 
-    from app.services.dbcopy import copy_database
+    from app.storage.dbcopy import copy_database
 
     pg = os.environ.get("CAVEAT_TEST_POSTGRES_URL")
     db = Database(settings)
@@ -289,7 +289,7 @@ def test_db_copy_between_sqlite_and_postgresql_keeps_citations_and_answers(setti
 def test_opening_the_store_after_a_crawl_does_not_load_the_index(db, server, monkeypatch):
     """A crawl leaves its metadata record after the last indexed byte; the next capture reads that tail
     and finds nothing to index, without loading every index row (the catch-up's Reindexer)."""
-    import app.services.reindex as reindex_service
+    import app.capture.reindex as reindex_service
 
     _crawl_demo(db, server)
     built = []

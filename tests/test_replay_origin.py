@@ -8,7 +8,7 @@ from bs4 import BeautifulSoup
 from fastapi.testclient import TestClient
 
 from app.main import create_app
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 
 RAW = "http://raw.caveat.test"
 PAGE = "<html><body><p>Decode 412.5 tok/s</p><script>document.title='x'</script></body></html>"

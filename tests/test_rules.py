@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.services.rules import RULES, RULESET_VERSION, Context, Rung, Steady, run_rules
-from app.services.rules.repetition import periodic
+from app.audit.rules import RULES, RULESET_VERSION, Context, Rung, Steady, run_rules
+from app.audit.rules.repetition import periodic
 
 # The seed's GLM-5.3-Flash entry (000_0610243c6a26dc31.txt, sections 1 and 7), as a parser gives it.
 GLM_NOTES = "acceptance 64/1.00 on locked attractor"

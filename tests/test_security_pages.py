@@ -53,7 +53,7 @@ def test_import_refuses_non_http_target_uris_and_keeps_the_rest(db, tmp_path):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from app.services.importer import import_warcs
+    from app.capture.importer import import_warcs
 
     path = tmp_path / "xss.warc.gz"
     with open(path, "wb") as f:
@@ -73,7 +73,7 @@ def test_a_signed_in_reviewer_clicking_an_archived_javascript_url_runs_nothing(l
         pytest.skip(f"{CHROMIUM} not found; set CAVEAT_CHROMIUM to a Chromium binary")
     from playwright.sync_api import sync_playwright
 
-    from app.services import auth
+    from app.accounts import auth
 
     app, base = live_app
     with app.state.db.Session() as s:

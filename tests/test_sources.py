@@ -6,7 +6,7 @@ import pytest
 
 from app.db import Database
 from app.errors import BadRequest, Conflict, NotFound
-from app.services.sources import add_source, get_source, list_sources, remove_source
+from app.claims.sources import add_source, get_source, list_sources, remove_source
 
 
 def test_add_list_remove_through_the_cli(cli):

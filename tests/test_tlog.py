@@ -13,8 +13,8 @@ import pytest
 from bs4 import BeautifulSoup
 from hypothesis import given, settings as hsettings, strategies as st
 
-from app.services import tlog
-from app.services.capture import capture_urls
+from app.storage import tlog
+from app.capture.http import capture_urls
 from archive import merkle
 from tests.test_reindex import _lose_database
 
@@ -106,7 +106,7 @@ def test_verify_log_passes_on_an_honest_log_and_extends_an_earlier_head(cli, log
 
 
 def _reindexed(app):
-    from app.services.reindex import reindex_all
+    from app.capture.reindex import reindex_all
 
     db = _lose_database(app.state.db)
     reindex_all(db, reparse=False)
@@ -211,7 +211,7 @@ def test_imported_records_are_logged_too(cli, app, settings, tmp_path):
     """`caveat import-warc` copies records into Caveat's WARC: each one is a leaf of the log, and
     `caveat verify --log` checks them."""
     from app.models import Snapshot
-    from app.services.importer import import_warcs
+    from app.capture.importer import import_warcs
     from tests.capture_helpers import foreign_warc
 
     path = tmp_path / "other-tool.warc.gz"

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from app.models import Entry, Flag, User
-from app.services import auth
-from app.services.audit import audit_entries
-from app.services.decisions import decide
-from app.services.queue import QueueFilters, clear_cache, filter_link, review_queue
+from app.accounts import auth
+from app.audit.engine import audit_entries
+from app.audit.decisions import decide
+from app.audit.queue import QueueFilters, clear_cache, filter_link, review_queue
 from app.errors import BadRequest
 from scrapers.fields import ParsedEntry
 from tests.audit_data import glm_entries, make_snapshot, make_source, store

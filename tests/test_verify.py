@@ -7,8 +7,8 @@ import zlib
 from sqlalchemy import select
 
 from app.models import Snapshot
-from app.services.capture import capture_urls
-from app.services.snapshots import load_record
+from app.capture.http import capture_urls
+from app.storage.snapshots import load_record
 from archive.recovery import truncate_tail
 from tests.capture_helpers import db_with
 
@@ -103,7 +103,7 @@ def test_truncated_and_missing_files_are_reported(cli, db, server):
 
 def test_verify_catches_a_corrupted_sqlite_page(settings, server, cli):
     from app.db import Database
-    from app.services.capture import capture_urls
+    from app.capture.http import capture_urls
 
     db = Database(settings)
     assert all(r.ok for r in capture_urls(db, [server.route(f"/v{i}", f"<p>{i}" + "y" * 3000) for i in range(40)]))
@@ -131,7 +131,7 @@ def test_verify_reports_unindexed_records_and_repair_indexes_them(settings, serv
 
     from app.db import Database
     from app.models import Snapshot
-    from app.services.capture import capture_urls
+    from app.capture.http import capture_urls
 
     db = Database(settings)
     res = capture_urls(db, [server.route(f"/u{i}", f"<p>{i}</p>") for i in range(3)])

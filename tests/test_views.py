@@ -11,9 +11,9 @@ import pytest
 from bs4 import BeautifulSoup
 
 from app.models import Entry, Flag
-from app.services import auth
-from app.services.audit import audit_entries
-from app.services.queue import clear_cache
+from app.accounts import auth
+from app.audit.engine import audit_entries
+from app.audit.queue import clear_cache
 from tests.audit_data import glm_entries, store
 from scrapers.fields import ParsedEntry
 
@@ -276,7 +276,7 @@ def test_dismissing_every_blocking_flag_changes_the_queue_counts(client, app, se
 
 
 def test_sources_page_and_authenticated_crawl_now(client, app, server):
-    from app.services.sources import add_source
+    from app.claims.sources import add_source
 
     html = ("<table><tr><th>Model</th><th>Hardware</th><th>tok/s</th><th>Notes</th></tr>"
             "<tr><td>Tiny-1B</td><td>RTX 4090</td><td>321.5</td><td>peak of 3 runs</td></tr></table>")

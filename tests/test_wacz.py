@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from app.models import Source
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from archive.importer import scan_warc
 from tests.refbin import Pywb, tool
 

@@ -19,7 +19,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 
 from app.models import Source
-from app.services.capture import capture_urls
+from app.capture.http import capture_urls
 from tests.refbin import tool
 
 PNG = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000" "1f15c4890000000d49444154789c6360000002000154a24f5f0000000049454e44ae426082")

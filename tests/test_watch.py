@@ -18,9 +18,11 @@ from sqlalchemy import func, select
 from app.db import Database
 from app.errors import BadRequest
 from app.models import ChangeEvent, Crawl, HookDelivery, Snapshot, Source
-from app.services import changes, hooks, schedule
-from app.services.crawl import crawl_now
-from app.services.sources import add_source
+from app.watch import changes
+from app.watch import hooks
+from app.watch import schedule
+from app.crawl.workflow import crawl_now
+from app.claims.sources import add_source
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -380,7 +382,7 @@ def test_hanging_receiver_is_bounded(db, server):
 
 
 def test_crawl_now_api_queues_returns_at_once_and_shows_progress(client, settings, server):
-    from app.services import auth
+    from app.accounts import auth
 
     db = client.app.state.db
     url = server.route("/b", board(500.0), content_type="application/json", delay=1.0)
@@ -420,7 +422,7 @@ def test_crawl_now_api_queues_returns_at_once_and_shows_progress(client, setting
 
 
 def test_serve_scheduler_runs_due_crawls_in_process(db, server):
-    from app.services.jobs import Scheduler
+    from app.watch.jobs import Scheduler
 
     db.settings.worker_poll = 0.2
     db.settings.host_delay = 0.0
@@ -501,7 +503,7 @@ def test_sources_page_shows_a_queued_crawl(client, settings, server):
 
 def test_serve_requeues_crawls_its_memory_forgot(db, server):
     """The in-process queue forgets its jobs when `caveat serve` stops: the queued rows run at the next start."""
-    from app.services.jobs import Scheduler
+    from app.watch.jobs import Scheduler
 
     db.settings.worker_poll = 0.2
     url = server.route("/b", board(500.0), content_type="application/json")
@@ -540,8 +542,8 @@ def test_host_turns_are_spaced_and_jitter_is_bounded(backend_db):
 def test_a_dead_writers_torn_series_is_repaired_by_another(settings, server):
     """A worker killed while appending leaves a partial record at the end of its own series; the next
     writer of another series (its worker gone: its slot is free) copies it aside and cuts it."""
-    from app.services import warcfiles
-    from app.services.capture import capture_urls
+    from app.storage import warcfiles
+    from app.capture.http import capture_urls
     from tests.capture_helpers import ref_tool, run, warc_files
 
     url = server.route("/p", "<html>page</html>")
@@ -565,7 +567,7 @@ def test_a_dead_writers_torn_series_is_repaired_by_another(settings, server):
 
 
 def test_crawl_now_never_runs_beside_a_running_crawl_and_takes_a_queued_one(backend_db, server):
-    from app.services.crawl import LEASE, owner_tag
+    from app.crawl.workflow import LEASE, owner_tag
 
     db = backend_db
     url = server.route("/b", board(500.0), content_type="application/json")
@@ -607,8 +609,8 @@ def test_cli_changes_and_hooks(cli, settings, server):
 
 
 def test_series_writers_cdxj_check_rebuilds_only_a_settled_gap(settings, server):
-    from app.services import warcfiles
-    from app.services.capture import capture_urls
+    from app.storage import warcfiles
+    from app.capture.http import capture_urls
 
     db = Database(settings.model_copy(update={"warc_series": "w_check_1"}))
     assert capture_urls(db, [server.route("/p", "<html>x</html>")])[0].ok

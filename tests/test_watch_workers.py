@@ -14,8 +14,8 @@ from sqlalchemy import func, select, update
 
 from app.db import Database
 from app.models import Crawl, Snapshot, Source, utcnow
-from app.services import schedule
-from app.services.sources import add_source
+from app.watch import schedule
+from app.claims.sources import add_source
 from tests.capture_helpers import CLI, cli_env, ref_tool, run, warc_files
 from tests.conftest import PG_SKIP_REASON, PG_URL, _truncate_pg, make_settings
 from tests.test_watch import board
@@ -98,7 +98,7 @@ def test_two_workers_share_due_sources_and_crawl_each_once(pg_settings, server, 
 
 
 def test_sigkilled_worker_leaves_no_torn_record_and_its_job_runs_again(pg_settings, server, workers):
-    from app.services.jobs import enqueue, queue_for
+    from app.watch.jobs import enqueue, queue_for
 
     db = Database(pg_settings)
     url = server.route("/slow", board(500.0), content_type="application/json", delay=4.0)
@@ -146,8 +146,8 @@ def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
     import json as _json
 
     from app.models import HookDelivery
-    from app.services import hooks
-    from app.services.crawl import crawl_now
+    from app.watch import hooks
+    from app.crawl.workflow import crawl_now
     from tests.test_watch import Receiver
 
     db = Database(pg_settings)
@@ -179,7 +179,7 @@ def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
 
 def test_jobs_wait_in_postgresql_for_a_worker(pg_settings, server, workers):
     """A crawl queued while no worker runs (all stopped, restarting) is kept and run by the next one."""
-    from app.services.jobs import enqueue, queue_for
+    from app.watch.jobs import enqueue, queue_for
 
     db = Database(pg_settings)
     with db.Session.begin() as s:

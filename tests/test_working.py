@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, settings as hsettings, strategies as st
 
-from app.services.working import Candidate, StandingFlag, decide
+from app.audit.working import Candidate, StandingFlag, decide
 
 CRIT = StandingFlag("full_acceptance", "critical")
 LADDER = [(8, 300.7), (12, 443.1), (20, 482.4), (20, 514.3), (28, 808.5), (64, 1004.9)]
@@ -93,7 +93,7 @@ def test_quotable_never_above_headline_or_any_steady_state(cands, measured, data
 
 
 def test_prefill_and_e2e_figures_are_never_a_decode_working_number():
-    from app.services.working import Candidate, decide
+    from app.audit.working import Candidate, decide
 
     pp = Candidate(1, 2500.0, spread=12.0, phase="prefill")
     w = decide([pp])

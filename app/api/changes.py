@@ -17,9 +17,10 @@ from app.api.schemas import AUTH_ERRORS, ERRORS, Open, Page
 from app.errors import BadRequest, NotFound
 from app.main import get_session
 from app.models import ChangeEvent, Crawl, Source, User
-from app.services import auth, changes
-from app.services.citations import public_base
-from app.services.sources import get_source
+from app.accounts import auth
+from app.watch import changes
+from app.replay.citations import public_base
+from app.claims.sources import get_source
 
 router = APIRouter(tags=["changes"])
 MAX_LIMIT = changes.MAX_LIMIT
@@ -145,7 +146,7 @@ def crawl_json(c: Crawl, name: str | None, job: str | None = None) -> dict:
              summary="Crawl a source now: queued, answered at once (authenticated)")
 def crawl_now(name: str, request: Request, session: Session = Depends(get_session),
               user: User = Depends(auth.require_writer)) -> dict:
-    from app.services.jobs import enqueue
+    from app.watch.jobs import enqueue
 
     auth.require_scope(request, "decide")
     src = get_source(session, name)
@@ -178,7 +179,7 @@ def _job_states(request: Request, crawls: list[Crawl]) -> dict[int, str]:
     """The queue's own state (todo, doing...) of the jobs of crawls still queued or running."""
     if not any(c.status in ("queued", "running") for c in crawls):
         return {}
-    from app.services.jobs import queue_for
+    from app.watch.jobs import queue_for
 
     try:
         return queue_for(request.app.state.db).jobs()
@@ -199,7 +200,7 @@ def get_crawl(crawl_id: int, request: Request, session: Session = Depends(get_se
              summary="Set a source's re-crawl interval (authenticated, admin scope)")
 def set_schedule(name: str, request: Request, body: dict = Body(..., examples=[{"every": "6h"}]),
                  session: Session = Depends(get_session), user: User = Depends(auth.require_writer)) -> dict:
-    from app.services.schedule import parse_every, schedule_json, set_schedule as set_
+    from app.watch.schedule import parse_every, schedule_json, set_schedule as set_
 
     auth.require_scope(request, "admin")
     every = body.get("every") if isinstance(body, dict) else None

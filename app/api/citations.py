@@ -11,7 +11,7 @@ from app.api.schemas import ERRORS, QuoteCitation
 from app.api.snapshots import quote_body, snapshot_body
 from app.errors import BadRequest
 from app.main import get_session
-from app.services import citations
+from app.replay import citations
 
 router = APIRouter(tags=["snapshots"])
 
@@ -47,7 +47,7 @@ def create_citation(body: CitationRequest, request: Request, session: Session = 
 
 def _mark_cited(session: Session, citation_id: str) -> None:
     """Change events on the entries of a cited snapshot are marked ``cited`` (issue 17)."""
-    from app.services.changes import mark_citation
+    from app.watch.changes import mark_citation
 
     mark_citation(session, citation_id)
     session.commit()

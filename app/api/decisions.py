@@ -22,7 +22,8 @@ from app.api.schemas import AUTH_ERRORS, ERRORS, DecisionAnswer, DecisionList
 from app.errors import BadRequest
 from app.main import get_session
 from app.models import User
-from app.services import auth, decisions
+from app.accounts import auth
+from app.audit import decisions
 
 router = APIRouter(tags=["decisions"])
 

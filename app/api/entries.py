@@ -6,8 +6,8 @@ from sqlalchemy.orm import Session
 from app.api.convention import ok, page
 from app.api.schemas import ERRORS, EntryDetail, EntryList
 from app.main import get_session
-from app.services.entries import MAX_LIMIT, get_entry, list_entries
-from app.services.measurements import used_by_recipes
+from app.pages.entries import MAX_LIMIT, get_entry, list_entries
+from app.audit.measurements import used_by_recipes
 
 router = APIRouter(tags=["entries"])
 

@@ -11,7 +11,8 @@ from app.api.convention import ok, page
 from app.api.schemas import AUTH_ERRORS, ERRORS, MeasurementAnswer, MeasurementList
 from app.main import get_session
 from app.models import User
-from app.services import auth, measurements
+from app.accounts import auth
+from app.audit import measurements
 
 router = APIRouter(tags=["measurements"])
 

@@ -17,8 +17,8 @@ from app.api.schemas import ERRORS, QuoteCitation, Snapshot, SnapshotList
 from app.errors import BadRequest
 from app.main import get_session
 from app.models import Snapshot as SnapshotRow
-from app.services import citations
-from app.services.replay import captures
+from app.replay import citations
+from app.replay.wayback import captures
 from archive.surt import surt
 
 router = APIRouter(tags=["snapshots"])

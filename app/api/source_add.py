@@ -12,8 +12,8 @@ from typing import Literal
 from app.api.schemas import AUTH_ERRORS, Open, SourceBody
 from app.main import get_session
 from app.models import User
-from app.services import auth
-from app.services.sources import add_source, source_json
+from app.accounts import auth
+from app.claims.sources import add_source, source_json
 
 router = APIRouter(tags=["sources"])
 

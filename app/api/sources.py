@@ -6,7 +6,7 @@ from sqlalchemy.orm import Session
 from app.api.convention import page
 from app.api.schemas import ERRORS, SourceList
 from app.main import get_session
-from app.services.sources import list_sources, source_json
+from app.claims.sources import list_sources, source_json
 
 router = APIRouter(tags=["sources"])
 MAX_LIMIT = 500

@@ -11,7 +11,7 @@ from app.api.schemas import AUTH_ERRORS, TokenAnswer
 from app.errors import Forbidden
 from app.main import get_session
 from app.models import User
-from app.services import auth
+from app.accounts import auth
 
 router = APIRouter(tags=["tokens"])
 

@@ -1,5 +1,5 @@
 """``caveat withdraw``, ``caveat restrict`` and ``caveat reinstate``: take a capture out of view (410 or
-403, with a tombstone) or put it back, recorded with who and why (app/services/withdrawal.py)."""
+403, with a tombstone) or put it back, recorded with who and why (app/replay/withdrawal.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import getpass
 import click
 
 from app.cli import main
-from app.services.withdrawal import change_access
+from app.replay.withdrawal import change_access
 
 
 def _actor(by: str | None) -> str:
@@ -86,7 +86,7 @@ def verify_log_command(obj, tree_head_files: list[str], quiet: bool) -> None:
     import json
     import sys
 
-    from app.services.tlog import verify_log
+    from app.storage.tlog import verify_log
 
     earlier = []
     for path in tree_head_files:

@@ -9,7 +9,7 @@ import click
 
 from app.cli import emit, json_mode, main
 from app.cli.context import CliContext
-from app.services import auth
+from app.accounts import auth
 
 
 def _read_password(password_stdin: bool) -> str:

@@ -42,7 +42,7 @@ def header(answer: dict) -> str:
 
 
 def render(recipe, answer: dict, settings=None) -> str:
-    from app.services.citations import absolute
+    from app.replay.citations import absolute
 
     lines = [header(answer)]
     if answer["quotable_tps"] is None:
@@ -87,7 +87,7 @@ def quote(obj: CliContext, query: str, as_json: bool) -> None:
       caveat quote "GLM-5.3-Flash rtx pro 6000"
       caveat quote r-85fbd1209ff4 --json
     """
-    from app.services.quotable import find
+    from app.audit.quotable import find
 
     json_mode(as_json)
     with obj.session() as s:
@@ -116,7 +116,7 @@ def audit(obj: CliContext, everything: bool, as_json: bool, recipe_ids: tuple[st
 
     from app.errors import BadRequest, NotFound
     from app.models import Recipe
-    from app.services.audit import audit_all, audit_recipes
+    from app.audit.engine import audit_all, audit_recipes
 
     json_mode(as_json)
     if not everything and not recipe_ids:
@@ -169,7 +169,8 @@ def measurement_add(obj: CliContext, recipe_id: str, tps: float, non_repeating: 
       caveat measurement add r-85fbd1209ff4 352.4 --non-repeating --output-checked --runs 5
     """
     from app.errors import NotFound
-    from app.services import auth, measurements
+    from app.accounts import auth
+    from app.audit import measurements
 
     json_mode(as_json)
     with obj.session() as s:
@@ -201,7 +202,7 @@ def measurement_list(obj: CliContext, recipe_id: str | None, as_json: bool) -> N
       caveat measurement list r-85fbd1209ff4
     """
     from app.errors import NotFound
-    from app.services import measurements
+    from app.audit import measurements
 
     json_mode(as_json)
     with obj.session() as s:
@@ -234,7 +235,7 @@ def measurement_remove(obj: CliContext, measurement_id: int, as_json: bool) -> N
     Example:
       caveat measurement remove 3
     """
-    from app.services import measurements
+    from app.audit import measurements
 
     json_mode(as_json)
     with obj.session() as s:

@@ -34,7 +34,7 @@ def _json(r) -> dict:
 def browser_capture_command(obj: CliContext, urls: list[str], source_id: int | None, as_json: bool,
                             scroll: bool | None) -> None:
     from archive.browser import BrowserUnavailable
-    from app.services.browser_capture import capture_browser_urls
+    from app.capture.browser import capture_browser_urls
 
     db = obj.database()
     failed = 0

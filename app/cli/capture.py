@@ -70,7 +70,7 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
         from app.cli.browser import browser_capture_command
 
         return browser_capture_command(obj, urls, source_id, as_json, scroll)
-    from app.services.capture import capture_urls
+    from app.capture.http import capture_urls
 
     db = obj.database()
     failed = 0
@@ -129,7 +129,7 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
         from app.cli.access import verify_log_command
 
         return verify_log_command(obj, list(tree_heads), quiet)
-    from app.services.verify import verify_all
+    from app.capture.verify import verify_all
 
     json_mode(as_json)
     quiet = quiet or as_json

@@ -8,8 +8,8 @@ import click
 
 from app.cli import emit, json_mode, main
 from app.cli.context import CliContext
-from app.services import crawl as crawl_service
-from app.services.sources import KINDS, add_source, list_sources, remove_source
+from app.crawl import workflow as crawl_service
+from app.claims.sources import KINDS, add_source, list_sources, remove_source
 
 SHOWN_WARNINGS = 5
 
@@ -43,7 +43,7 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: st
     Example:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
     """
-    from app.services.schedule import format_every, parse_every, set_schedule
+    from app.watch.schedule import format_every, parse_every, set_schedule
 
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
@@ -67,7 +67,7 @@ def source_list(obj: CliContext, as_json: bool) -> None:
       caveat source list
     """
     from app.errors import NotFound
-    from app.services.sources import source_json
+    from app.claims.sources import source_json
 
     json_mode(as_json)
     with obj.session() as s:
@@ -186,7 +186,7 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
     if obj.settings.allow_private_addresses:
         return list(sources), []
-    from app.services.demo import demo_sources
+    from app.demo.run import demo_sources
 
     demo_names = {d["name"] for d in demo_sources()}
     keep, skipped = [], []

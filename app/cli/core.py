@@ -44,11 +44,11 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
     else:
         click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
     click.echo(f"data folder {s.data_dir.resolve()}")
-    from app.services.tlog import ensure_signing_key
+    from app.storage.tlog import ensure_signing_key
 
     if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
         click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
-    from app.services.reindex import unindexed_files
+    from app.capture.reindex import unindexed_files
 
     behind = unindexed_files(db)
     if not behind:
@@ -65,7 +65,7 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
 
 
 def _run_reindex(db, *, reparse: bool) -> None:
-    from app.services.reindex import reindex_all
+    from app.capture.reindex import reindex_all
 
     started = time.monotonic()
     report = reindex_all(db, progress=lambda m: click.echo(m, err=True), reparse=reparse)
@@ -134,7 +134,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 
         application = create_app(settings)
         if application.state.db.engine.dialect.name == "sqlite":  # due crawls run in-process (issue 17)
-            from app.services.jobs import Scheduler
+            from app.watch.jobs import Scheduler
 
             application.state.scheduler = Scheduler(application.state.db)
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
@@ -194,7 +194,7 @@ def db_copy(obj: CliContext, to_url: str) -> None:
       caveat db copy --to postgresql+psycopg2://postgres@127.0.0.1:5432/caveat
       CAVEAT_DATABASE_URL=postgresql+psycopg2://postgres@127.0.0.1:5432/caveat caveat verify
     """
-    from app.services.dbcopy import copy_database
+    from app.storage.dbcopy import copy_database
 
     report = copy_database(obj.database(), to_url, progress=lambda m: click.echo(m, err=True))
     click.echo(f"copied {sum(report.tables.values()):,} row(s) in {len(report.tables)} table(s) to {report.target}")

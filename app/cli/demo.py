@@ -10,7 +10,7 @@ import click
 
 from app.cli import main
 from app.cli.context import CliContext
-from app.services.demo import DemoSite, demo_settings, run_demo
+from app.demo.run import DemoSite, demo_settings, run_demo
 
 DEFAULT_DEMO_DIR = Path("./demo-data")
 

@@ -95,11 +95,11 @@ def measure(obj: CliContext, endpoint: str, model: str, recipe_id, n_prompts: in
       caveat measure --endpoint http://gpu-box:8000 --model m --concurrency 32 --prompts 64 --json
     """
     from app.errors import BadRequest, FetchFailed, NotFound
-    from app.services import auth
-    from app.services.measure.client import Endpoint, Interrupted, MeasureError
-    from app.services.measure.prompts import PromptError
-    from app.services.measure.run import Plan, execute
-    from app.services.measure.store import check_recipe, store
+    from app.accounts import auth
+    from app.measure.client import Endpoint, Interrupted, MeasureError
+    from app.measure.prompts import PromptError
+    from app.measure.run import Plan, execute
+    from app.measure.store import check_recipe, store
 
     json_mode(as_json)
     api_key = None

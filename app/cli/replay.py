@@ -23,7 +23,7 @@ def export_wacz_cmd(obj: CliContext, out: str, source: str | None, since: str | 
     Example:
       caveat export-wacz leaderboards.wacz --source localmaxxing --since 2026-11-01
     """
-    from app.services.wacz_export import export_wacz
+    from app.replay.wacz_export import export_wacz
 
     with obj.session() as s:
         report = export_wacz(s, obj.settings, out, source=source, since=since)
@@ -52,7 +52,7 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
     Example:
       caveat import-warc crawl.warc.gz old/*.warc
     """
-    from app.services.importer import import_warcs
+    from app.capture.importer import import_warcs
 
     base = obj.settings.base_url
     bad = 0

@@ -28,8 +28,8 @@ def source_set(obj: CliContext, name: str, every: str) -> None:
       caveat source set localmaxxing --every 6h
       caveat source set localmaxxing --every off
     """
-    from app.services.schedule import format_every, parse_every, set_schedule
-    from app.services.sources import get_source
+    from app.watch.schedule import format_every, parse_every, set_schedule
+    from app.claims.sources import get_source
 
     seconds = parse_every(every)
     with obj.session() as s:
@@ -62,7 +62,7 @@ def worker(obj: CliContext, concurrency: int, stalled_after: float, once: bool) 
       CAVEAT_DATABASE_URL=postgresql+psycopg2://caveat@db/caveat caveat worker
       caveat worker --concurrency 4
     """
-    from app.services.jobs import run_worker
+    from app.watch.jobs import run_worker
 
     db = obj.database()
     run_worker(db, concurrency=max(1, concurrency), stalled_after=stalled_after, once=once,
@@ -92,7 +92,7 @@ def hook_add(obj: CliContext, url: str, secret: str, cited_only: bool, as_json: 
     Example:
       caveat hook add https://example.org/caveat-hook --secret "$(openssl rand -hex 24)"
     """
-    from app.services.hooks import add_hook, hook_json
+    from app.watch.hooks import add_hook, hook_json
 
     json_mode(as_json)
     with obj.session() as s:
@@ -114,7 +114,7 @@ def hook_list(obj: CliContext, as_json: bool) -> None:
     Example:
       caveat hook list --json
     """
-    from app.services.hooks import hook_json, list_hooks
+    from app.watch.hooks import hook_json, list_hooks
 
     json_mode(as_json)
     with obj.session() as s:
@@ -140,7 +140,7 @@ def hook_remove(obj: CliContext, hook_id: int) -> None:
     Example:
       caveat hook remove 2
     """
-    from app.services.hooks import remove_hook
+    from app.watch.hooks import remove_hook
 
     with obj.session() as s:
         h = remove_hook(s, hook_id)
@@ -159,7 +159,7 @@ def hook_deliveries(obj: CliContext, hook_id: int | None, limit: int, as_json: b
     Example:
       caveat hook deliveries --hook 1
     """
-    from app.services.hooks import delivery_json, list_deliveries
+    from app.watch.hooks import delivery_json, list_deliveries
 
     json_mode(as_json)
     with obj.session() as s:
@@ -187,7 +187,7 @@ def changes_cmd(obj: CliContext, source: str | None, kind: str | None, cited: bo
     Example:
       caveat changes --cited
     """
-    from app.services.changes import list_changes, title
+    from app.watch.changes import list_changes, title
 
     json_mode(as_json)
     with obj.session() as s:

@@ -8,8 +8,8 @@ from sqlalchemy.orm import Session
 
 from app.main import get_session
 from app.models import User
-from app.services import auth
-from app.services.pages import audit_log_page
+from app.accounts import auth
+from app.pages.view_models import audit_log_page
 from app.views.rendering import render
 
 router = APIRouter(include_in_schema=False)

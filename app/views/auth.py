@@ -14,7 +14,7 @@ from starlette.concurrency import run_in_threadpool
 
 from app.main import get_session
 from app.models import User
-from app.services import auth
+from app.accounts import auth
 from app.views.rendering import redirect, render, safe_next
 
 router = APIRouter(include_in_schema=False)

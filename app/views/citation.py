@@ -13,7 +13,9 @@ from sqlalchemy.orm import Session
 from app.errors import NotFound
 from app.main import get_session
 from app.models import User
-from app.services import auth, citations, withdrawal
+from app.accounts import auth
+from app.replay import citations
+from app.replay import withdrawal
 
 router = APIRouter()
 
@@ -58,7 +60,7 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
             target += "?" + request.url.query
         return RedirectResponse(target, status_code=301)
     settings = request.app.state.settings
-    from app.services.measure import evidence  # a measurement's citation (issue 15): /c/{id} shows it
+    from app.measure import evidence  # a measurement's citation (issue 15): /c/{id} shows it
 
     measured = evidence.find(session, cid)
     if measured is not None:

@@ -10,9 +10,9 @@ from starlette.concurrency import run_in_threadpool
 from app.errors import BadRequest, NotFound
 from app.main import get_session
 from app.models import Flag, User
-from app.services import auth
-from app.services.decisions import decide
-from app.services.pages import entry_page, recipe_page
+from app.accounts import auth
+from app.audit.decisions import decide
+from app.pages.view_models import entry_page, recipe_page
 from app.views.rendering import redirect, render, split_json
 
 router = APIRouter(include_in_schema=False)

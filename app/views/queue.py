@@ -7,8 +7,8 @@ from sqlalchemy.orm import Session
 
 from app.main import get_session
 from app.models import User
-from app.services import auth
-from app.services.queue import QueueFilters, filter_link, review_queue
+from app.accounts import auth
+from app.audit.queue import QueueFilters, filter_link, review_queue
 from app.views.rendering import render
 
 router = APIRouter(include_in_schema=False)

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 from fastapi import Request
 from fastapi.responses import JSONResponse, RedirectResponse
 
-from app.services import auth
+from app.accounts import auth
 
 
 def fmt_num(value, digits: int = 2) -> str:
@@ -76,7 +76,7 @@ def _install_filters(request: Request) -> None:
 
 def evidence_words(value) -> str:
     """An evidence value that is a list or a mapping, in words (never raw JSON)."""
-    from app.services.pages import _num
+    from app.pages.view_models import _num
 
     if isinstance(value, dict):
         return ", ".join(f"{str(k).replace('_', ' ')} {evidence_words(v) if isinstance(v, (dict, list, tuple)) else _num(v)}"

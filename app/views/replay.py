@@ -1,5 +1,5 @@
 """Wayback-shaped replay and Memento: ``/web/{ts}/{url}``, ``/web/{ts}id_/{url}``, ``/timegate/{url}``,
-``/timemap/link/{url}``, ``/timemap/json/{url}``. Thin: every decision is in ``app.services.replay``."""
+``/timemap/link/{url}``, ``/timemap/json/{url}``. Thin: every decision is in ``app.replay.wayback``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,10 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadRequest, NotFound
 from app.main import get_session
-from app.services import citations, replay, withdrawal
-from app.services.citations import public_base
+from app.replay import citations
+from app.replay import wayback as replay
+from app.replay import withdrawal
+from app.replay.citations import public_base
 from archive import memento
 
 router = APIRouter()
@@ -94,7 +96,7 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
 
 def _rendered(session: Session, snap) -> dict | None:
     """The rendered DOM and screenshot of a browser capture of this page (issue 16), or None."""
-    from app.services.browser_capture import rendered_views
+    from app.capture.browser import rendered_views
 
     return rendered_views(session, snap)
 

@@ -11,9 +11,9 @@ from starlette.concurrency import run_in_threadpool
 
 from app.main import get_session
 from app.models import User
-from app.services import auth
-from app.services.pages import sources_page
-from app.services.sources import get_source
+from app.accounts import auth
+from app.pages.view_models import sources_page
+from app.claims.sources import get_source
 from app.views.rendering import redirect, render
 
 router = APIRouter(include_in_schema=False)
@@ -38,7 +38,7 @@ async def crawl_now(request: Request, session: Session = Depends(get_session),
     auth.check_csrf(request, form.get("csrf_token"))
     src = get_source(session, str(form.get("name") or ""))
     session.commit()  # release the request's read transaction before the crawl row is written (SQLite)
-    from app.services.jobs import enqueue
+    from app.watch.jobs import enqueue
 
     # queued, answered at once (issue 17): the job queue runs it; the page shows its progress
     _, new = await run_in_threadpool(enqueue, request.app.state.db, src, "manual")

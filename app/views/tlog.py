@@ -10,7 +10,8 @@ from sqlalchemy.orm import Session
 
 from app.errors import NotFound
 from app.main import get_session
-from app.services import citations, tlog
+from app.replay import citations
+from app.storage import tlog
 
 router = APIRouter(include_in_schema=False)
 

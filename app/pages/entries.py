@@ -1,0 +1,169 @@
+"""Read side of claims: entry lists with filters, one entry with history and provenance, recipe ladders.
+
+The JSON API (``app/api/entries.py``, ``app/api/recipes.py``) and the HTML views call these; every
+entry is rendered by ``entry_json`` so both faces show the same fields.
+"""
+
+from __future__ import annotations
+
+
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import Session
+
+from app.config import Settings
+from app.errors import BadRequest, NotFound
+from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
+from app.audit import engine as audit
+from app.replay import citations
+
+MAX_LIMIT = 500
+SEVERITIES = ("critical", "high", "medium", "low")
+
+
+def quote_url(settings: Settings, citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
+    """The citation URL of ``text`` inside snapshot ``citation_id`` (the whole snapshot without text), pinned
+    to the one occurrence the parser read it from when its ``selector`` is known (prefix, suffix, pos)."""
+    if not citation_id:
+        return None
+    if not text:
+        return f"{citations.public_base(settings)}/c/{citation_id}"
+    if selector:
+        return citations.selector_url(settings, citation_id, text, selector)
+    return citations.quote_url(settings, citation_id, text)
+
+
+def _selector(provenance: dict | None, name: str) -> dict | None:
+    sels = (provenance or {}).get("_selectors")
+    return sels.get(name) if isinstance(sels, dict) else None
+
+
+def _flags(session: Session, entry_ids: list[int]) -> dict[int, list[dict]]:
+    if not entry_ids:
+        return {}
+    return {eid: list(fl) for eid, fl in audit.flags_for_entries(session, entry_ids).items()}
+
+
+def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
+               provenance: dict | None, flags: list[dict]) -> dict:
+    steady = None
+    if e.steady_low is not None or e.steady_high is not None:
+        steady = {"low": e.steady_low, "high": e.steady_high}
+    headline_quote = (provenance or {}).get("headline_tps")
+    return {
+        "id": e.id, "source": source_name, "model": e.model, "hardware": e.hardware, "gpu_count": e.gpu_count,
+        "engine": e.engine, "engine_version": e.engine_version, "quantization": e.quantization,
+        "headline_tps": e.headline_tps, "steady_state": steady, "draft_tokens": e.draft_tokens,
+        "acceptance_rate": e.acceptance_rate, "concurrency": e.concurrency, "recipe_id": e.recipe_id,
+        "notes": e.notes, "snapshot": citation_id,
+        "citation": quote_url(settings, citation_id, headline_quote, _selector(provenance, "headline_tps")),
+        "working_tps": e.working_tps, "basis": e.basis, "flags": flags, "gone": e.gone,
+    }
+
+
+def _rows_query():
+    return (
+        select(Entry, Source.name, Snapshot.citation_id, EntryVersion.provenance)
+        .outerjoin(Source, Source.id == Entry.source_id)
+        .outerjoin(EntryVersion, EntryVersion.id == Entry.current_version_id)
+        .outerjoin(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
+    )
+
+
+def _render(session: Session, settings: Settings, rows) -> list[dict]:
+    flags = _flags(session, [r[0].id for r in rows])
+    return [entry_json(settings, e, name, cid, prov, flags.get(e.id, [])) for e, name, cid, prov in rows]
+
+
+def list_entries(session: Session, settings: Settings, *, source: str | None = None, model: str | None = None,
+                 recipe_id: str | None = None, flagged: bool | None = None, severity: str | None = None,
+                 rule: str | None = None, include_gone: bool = False, limit: int = 50, offset: int = 0) -> dict:
+    if not 1 <= limit <= MAX_LIMIT:
+        raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}; page with offset for more.")
+    if offset < 0:
+        raise BadRequest("offset must be 0 or more.")
+    conds = []
+    if source is not None:
+        src_id = session.scalar(select(Source.id).where(Source.name == source))
+        if src_id is None:
+            raise NotFound(f"No source named {source!r}. GET /api/sources lists them.")
+        conds.append(Entry.source_id == src_id)
+    if model is not None:
+        conds.append(func.lower(Entry.model) == model.strip().lower())
+    if recipe_id is not None:
+        conds.append(Entry.recipe_id == recipe_id)
+    if not include_gone:
+        conds.append(Entry.gone.is_(False))
+    # Flags that count: raised by the latest audit and not dismissed by a reviewer.
+    active = (Flag.entry_id == Entry.id) & Flag.active.is_(True) & (Flag.status != "dismissed")
+    if flagged is not None:
+        conds.append(exists().where(active) if flagged else ~exists().where(active))
+    if severity is not None:
+        sev = severity.strip().lower()
+        if sev not in SEVERITIES:
+            raise BadRequest(f"Unknown severity {severity!r}: use one of {', '.join(SEVERITIES)}.")
+        conds.append(exists().where(active & (Flag.severity == sev)))
+    if rule is not None:
+        conds.append(exists().where(active & (Flag.rule == rule.strip())))
+    total = session.scalar(select(func.count(Entry.id)).where(*conds))
+    rows = session.execute(_rows_query().where(*conds).order_by(Entry.id).limit(limit).offset(offset)).all()
+    return {"entries": _render(session, settings, rows), "total": total or 0, "limit": limit, "offset": offset}
+
+
+def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
+    row = session.execute(_rows_query().where(Entry.id == entry_id)).first()
+    if row is None:
+        raise NotFound(f"No entry {entry_id}. GET /api/entries lists them.")
+    e = row[0]
+    out = _render(session, settings, [row])[0]
+    versions = session.execute(
+        select(EntryVersion, Snapshot.citation_id, Snapshot.captured_at, Snapshot.url)
+        .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
+        .where(EntryVersion.entry_id == e.id).order_by(EntryVersion.version_no)
+    ).all()
+    current = next((v for v, *_ in versions if v.id == e.current_version_id), None)
+    cid = row[2]
+    out["entry_key"] = e.entry_key
+    out["fields"] = current.fields if current else {}
+    out["extra"] = (current.extra if current else None) or {}
+    out["warnings"] = (current.warnings if current else None) or []
+    prov = (current.provenance or {}) if current else {}
+    selectors = prov.get("_selectors") or {}
+    out["provenance"] = {
+        name: {"value": (current.fields or {}).get(name), "quote": text, "selector": selectors.get(name),
+               "snapshot": cid, "citation": quote_url(settings, cid, text, selectors.get(name))}
+        for name, text in prov.items() if not name.startswith("_")
+    }
+    out["context"] = ((current.provenance or {}) if current else {}).get("_context")
+    out["history"] = [
+        {"version": v.version_no, "snapshot": vcid, "captured_at": cap.isoformat() if cap else None, "url": url,
+         "changed_fields": v.changed_fields or {}, "warnings": v.warnings or [], "parser": v.parser,
+         "headline_tps": (v.fields or {}).get("headline_tps"),
+         "citation": quote_url(settings, vcid, (v.provenance or {}).get("headline_tps"),
+                               _selector(v.provenance, "headline_tps"))}
+        for v, vcid, cap, url in versions
+    ]
+    out["recipe"] = f"/api/recipes/{e.recipe_id}" if e.recipe_id else None
+    return out
+
+
+def get_recipe(session: Session, settings: Settings, recipe_id: str) -> dict:
+    recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
+    if recipe is None:
+        raise NotFound(f"No recipe {recipe_id!r}. Recipe ids look like r-0123456789ab; see an entry's recipe_id.")
+    rows = session.execute(
+        _rows_query().where(Entry.recipe_id == recipe_id, Entry.gone.is_(False))
+        .order_by(Entry.draft_tokens.is_(None), Entry.draft_tokens, Entry.id)
+    ).all()
+    rungs = _render(session, settings, rows)
+    return {
+        "recipe_id": recipe.recipe_id, "key": recipe.key, "model": recipe.model, "hardware": recipe.hardware,
+        "gpu_count": recipe.gpu_count, "engine": recipe.engine, "quotable": recipe.quotable,
+        "quotable_tps": recipe.quotable_tps, "basis": recipe.basis,
+        "ladder": [
+            {"draft_tokens": r["draft_tokens"], "headline_tps": r["headline_tps"],
+             "acceptance_rate": r["acceptance_rate"], "steady_state": r["steady_state"], "entry": r["id"],
+             "source": r["source"], "snapshot": r["snapshot"], "citation": r["citation"]}
+            for r in rungs
+        ],
+        "entries": rungs,
+    }

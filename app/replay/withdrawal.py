@@ -1,0 +1,197 @@
+"""Withdrawal and restriction of captures, with a tombstone, reversibly, and kept in the WARC files.
+
+A capture is ``public`` (the default), ``withdrawn`` (a takedown request, a page captured by mistake:
+its citation answers **410 Gone** with its metadata and the reason still shown) or ``restricted``
+(kept, not shown: **403**). Either way the bytes stay in the WARC and ``caveat verify`` still checks
+them; the capture leaves TimeMaps, TimeGates, capture lists, WACZ exports and quotable evidence.
+``reinstate`` makes it public again.
+
+Every change is recorded twice: a row in the append-only ``access_events`` table (who, why, when) and
+a WARC ``metadata`` record (``WARC-Refers-To`` the capture's record, a JSON block) appended under the
+writer lock, so ``caveat reindex`` rebuilds both the state and its history from the WARC files alone
+(:func:`parse_access_record`, :func:`apply_access_records`).
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.errors import BadRequest, Conflict
+from app.models import AccessEvent, Snapshot
+from app.storage.snapshots import find_by_citation
+
+PUBLIC = "public"
+STATE_OF = {"withdraw": "withdrawn", "restrict": "restricted", "reinstate": PUBLIC}
+STATUS_OF = {"withdrawn": 410, "restricted": 403}
+CONTENT_TYPE = "application/vnd.caveat.access+json"
+MAX_REASON = 2000
+
+
+def visible(snap: Snapshot) -> bool:
+    return (snap.access or PUBLIC) == PUBLIC
+
+
+def public_condition():
+    """SQL condition: the capture may be shown (use in every query that lists or resolves captures)."""
+    return Snapshot.access == PUBLIC
+
+
+def withdrawn_snapshot_ids(session: Session) -> set[int]:
+    """Ids of the snapshots that are withdrawn or restricted: evidence from them must not be quoted."""
+    return set(session.scalars(select(Snapshot.id).where(Snapshot.access != PUBLIC)))
+
+
+def _block(snap: Snapshot, action: str, reason: str, actor: str, at: datetime) -> bytes:
+    return json.dumps({"caveat-access": action, "state": STATE_OF[action], "citation_id": snap.citation_id,
+                       "record_id": snap.record_id, "url": snap.url, "timestamp": snap.timestamp,
+                       "reason": reason, "actor": actor, "at": at.isoformat()}, sort_keys=True).encode("utf-8")
+
+
+def change_access(db: Database, citation_id: str, action: str, reason: str, *, actor: str,
+                  user_id: int | None = None) -> dict:
+    """Withdraw, restrict or reinstate the capture ``citation_id``: write the WARC metadata record
+    (fsynced), then update the snapshot and add the ``access_events`` row in one commit."""
+    from app.storage.warcfiles import WarcStore
+    from archive.timestamps import ts17
+    from archive.warcwriter import build_record
+
+    if action not in STATE_OF:
+        raise BadRequest(f"unknown action {action!r}: use withdraw, restrict or reinstate")
+    reason = " ".join((reason or "").split())
+    if not reason:
+        raise BadRequest(f"say why: a {action} needs a reason (--reason TEXT), kept in the audit log")
+    if len(reason) > MAX_REASON:
+        raise BadRequest(f"the reason is {len(reason):,} characters; keep it under {MAX_REASON:,}")
+    actor = " ".join((actor or "").split())[:255] or "unknown"
+    target = STATE_OF[action]
+    with db.Session() as s:
+        snap = find_by_citation(s, citation_id)   # NotFound: "no snapshot has citation id ..."
+        if (snap.access or PUBLIC) == target:
+            raise Conflict(f"{snap.citation_id} is already {target}; nothing was changed"
+                           + ("" if target == PUBLIC else " (reinstate it first to change how it is withheld)"))
+        cid, url, record_id = snap.citation_id, snap.url, snap.record_id
+    at = datetime.now(timezone.utc)
+    with WarcStore(db) as store:
+        with db.Session() as s:
+            snap = s.scalar(select(Snapshot).where(Snapshot.citation_id == cid))
+            if (snap.access or PUBLIC) == target:   # another process did it while we waited for the lock
+                raise Conflict(f"{cid} is already {target}; nothing was changed")
+            store.rotate_if_full()
+            writer = store.writer
+            start = writer.size
+            rec = build_record("metadata", [("WARC-Target-URI", url), ("WARC-Refers-To", record_id)],
+                               content_type=CONTENT_TYPE, ts=ts17(at), head=_block(snap, action, reason, actor, at),
+                               level=writer.level)
+            try:
+                written = writer.append(rec)
+                writer.sync()
+                event = _apply(s, snap, action, reason, actor, at, user_id=user_id, warc_record_id=written.record_id)
+                s.commit()
+            except BaseException:
+                writer.truncate(start)
+                writer.sync()
+                raise
+            from app.storage.tlog import append_written
+
+            append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
+            out = event_json(event, snap)
+            snap_id = snap.id
+    _reaudit(db, snap_id)
+    return out
+
+
+def _reaudit(db: Database, snapshot_id: int) -> None:
+    """The recipes whose entries were read from this capture: their quotable answers and working numbers
+    leave out (or take back) its evidence."""
+    from app.models import Entry, EntryVersion
+    from app.audit.engine import audit_recipes
+
+    with db.Session() as s:
+        rids = set(s.scalars(select(Entry.recipe_id).join(EntryVersion, EntryVersion.id == Entry.current_version_id)
+                             .where(EntryVersion.snapshot_id == snapshot_id, Entry.recipe_id.isnot(None))))
+        if rids:
+            audit_recipes(s, db.settings, rids)
+            s.commit()
+
+
+def _apply(s: Session, snap: Snapshot, action: str, reason: str, actor: str, at: datetime, *,
+           user_id: int | None, warc_record_id: str | None) -> AccessEvent:
+    target = STATE_OF[action]
+    snap.access = target
+    snap.access_reason = None if target == PUBLIC else reason
+    snap.access_changed_at = at
+    snap.access_by = actor
+    event = AccessEvent(snapshot_id=snap.id, citation_id=snap.citation_id, action=action, reason=reason,
+                        actor=actor, user_id=user_id, warc_record_id=warc_record_id, created_at=at)
+    s.add(event)
+    s.flush()
+    return event
+
+
+def event_json(e: AccessEvent, snap: Snapshot | None = None) -> dict:
+    out = {"id": e.id, "citation_id": e.citation_id, "action": e.action, "state": STATE_OF.get(e.action),
+           "reason": e.reason, "actor": e.actor, "at": e.created_at.isoformat() if e.created_at else None,
+           "warc_record_id": e.warc_record_id}
+    if snap is not None:
+        out["access"] = snap.access
+    return out
+
+
+def history(session: Session, snap: Snapshot) -> list[dict]:
+    rows = session.scalars(select(AccessEvent).where(AccessEvent.snapshot_id == snap.id).order_by(AccessEvent.id))
+    return [event_json(e) for e in rows]
+
+
+def recent_events(session: Session, limit: int = 100) -> list[dict]:
+    """The newest access events first (for the audit log)."""
+    rows = session.scalars(select(AccessEvent).order_by(AccessEvent.id.desc()).limit(limit))
+    return [event_json(e) for e in rows]
+
+
+# -- from the WARC files (reindex) ------------------------------------------------------------------
+
+def parse_access_record(content_type: str | None, block: bytes) -> dict | None:
+    """The access change a ``metadata`` record holds, or None if it holds none."""
+    if (content_type or "").split(";")[0].strip().lower() != CONTENT_TYPE:
+        return None
+    try:
+        data = json.loads(block.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("caveat-access") not in STATE_OF or not data.get("record_id"):
+        return None
+    return data
+
+
+def apply_access_records(db: Database, records: list[tuple[str, dict]]) -> int:
+    """Replay access changes read from the WARC files, in file order: ``records`` are (metadata record
+    id, parsed block). Changes already in ``access_events`` are skipped; returns how many were applied."""
+    if not records:
+        return 0
+    n = 0
+    with db.Session() as s:
+        known = set(s.scalars(select(AccessEvent.warc_record_id).where(
+            AccessEvent.warc_record_id.in_([rid for rid, _ in records]))))
+        for rid, data in records:
+            if rid in known:
+                continue
+            snap = s.scalar(select(Snapshot).where(Snapshot.record_id == data["record_id"]))
+            if snap is None:
+                continue
+            try:
+                at = datetime.fromisoformat(data.get("at") or "")
+            except ValueError:
+                at = datetime.now(timezone.utc)
+            if at.tzinfo is None:
+                at = at.replace(tzinfo=timezone.utc)
+            _apply(s, snap, data["caveat-access"], str(data.get("reason") or ""), str(data.get("actor") or "unknown"),
+                   at, user_id=None, warc_record_id=rid)
+            known.add(rid)
+            n += 1
+        s.commit()
+    return n

@@ -1,0 +1,178 @@
+"""Webhooks (issue 17): every change event POSTed to each receiver, signed, retried, logged.
+
+The body is the event as ``GET /api/changes`` gives it, inside ``{"event": ...}``. Headers:
+``X-Caveat-Event`` (the event's kind), ``X-Caveat-Delivery`` (the delivery id), ``X-Caveat-Timestamp``
+(Unix seconds) and ``X-Caveat-Signature: sha256=<hex>``, the HMAC-SHA256 with the hook's secret of
+``<timestamp>.<body>``. A receiver that answers 2xx has it; anything else (another status, a refused
+connection, no answer within ``CAVEAT_HOOK_TIMEOUT``) is retried by the job queue after
+``CAVEAT_HOOK_RETRY_WAIT`` seconds, doubled each time, ``CAVEAT_HOOK_ATTEMPTS`` attempts in all; each
+attempt is logged on the delivery. Receivers go through the crawler's address guard.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import time
+
+import httpx
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.db import Database
+from app.errors import BadRequest, NotFound
+from app.models import ChangeEvent, Hook, HookDelivery, utcnow
+from archive.surt import InvalidURL
+from archive.urls import check_url
+
+MIN_SECRET = 16
+MAX_LOG = 20
+
+
+class DeliveryFailed(Exception):
+    """One attempt did not reach the receiver; the queue retries it."""
+
+
+def add_hook(session: Session, url: str, secret: str, *, cited_only: bool = False) -> Hook:
+    try:
+        url = check_url(url)
+    except InvalidURL as exc:
+        raise BadRequest(f"{exc}. Give the receiver's full address, e.g. https://example.org/caveat-hook.") from None
+    if not secret or len(secret) < MIN_SECRET:
+        raise BadRequest(f"a hook needs a secret of at least {MIN_SECRET} characters (the receiver checks the "
+                         "signature with it), e.g. `--secret $(openssl rand -hex 24)`")
+    hook = Hook(url=url, secret=secret, cited_only=cited_only, active=True)
+    session.add(hook)
+    session.flush()
+    return hook
+
+
+def list_hooks(session: Session) -> list[Hook]:
+    return list(session.scalars(select(Hook).where(Hook.active.is_(True)).order_by(Hook.id)))
+
+
+def remove_hook(session: Session, hook_id: int) -> Hook:
+    hook = session.get(Hook, hook_id)
+    if hook is None or not hook.active:
+        raise NotFound(f"No hook {hook_id}. `caveat hook list` shows them.")
+    hook.active = False
+    session.flush()
+    return hook
+
+
+def hook_json(h: Hook) -> dict:
+    return {"id": h.id, "url": h.url, "cited_only": h.cited_only, "created_at": h.created_at}
+
+
+def delivery_json(d: HookDelivery) -> dict:
+    return {"id": d.id, "hook_id": d.hook_id, "event_id": d.event_id, "status": d.status, "attempts": d.attempts,
+            "last_code": d.last_code, "last_error": d.last_error, "log": d.log or [],
+            "created_at": d.created_at, "delivered_at": d.delivered_at}
+
+
+def list_deliveries(session: Session, hook_id: int | None = None, limit: int = 100) -> list[HookDelivery]:
+    q = select(HookDelivery).order_by(HookDelivery.id.desc()).limit(limit)
+    if hook_id is not None:
+        q = q.where(HookDelivery.hook_id == hook_id)
+    return list(session.scalars(q))
+
+
+def sign(secret: str, timestamp: str, body: bytes) -> str:
+    return "sha256=" + hmac.new(secret.encode(), timestamp.encode() + b"." + body, hashlib.sha256).hexdigest()
+
+
+def queue_deliveries(db: Database, event_ids: list[int], queue=None) -> list[int]:
+    """A pending delivery per (active hook, event), each deferred on the queue."""
+    made = []
+    with db.Session() as s:
+        hooks = list_hooks(s)
+        if not hooks:
+            return []
+        events = list(s.scalars(select(ChangeEvent).where(ChangeEvent.id.in_(event_ids))))
+        for e in events:
+            for h in hooks:
+                if h.cited_only and not e.cited:
+                    continue
+                d = HookDelivery(hook_id=h.id, event_id=e.id, status="pending", attempts=0, log=[])
+                s.add(d)
+                s.flush()
+                made.append(d.id)
+        s.commit()
+    if queue is None:
+        from app.watch.jobs import queue_for
+
+        queue = queue_for(db)
+    for did in made:
+        queue.defer_delivery(did)
+    return made
+
+
+def _transport(db: Database) -> httpx.HTTPTransport:
+    from app.capture.http import limits_for
+    from archive.fetcher import Fetcher
+
+    return Fetcher(limits_for(db.settings)).transport
+
+
+def deliver(db: Database, delivery_id: int, *, final: bool = False) -> str:
+    """One attempt. Returns the delivery's status; raises DeliveryFailed to have the queue retry it
+    (``final``: the last attempt, logged as failed instead)."""
+    from app.watch.changes import events_json
+
+    settings = db.settings
+    with db.Session() as s:
+        d = s.get(HookDelivery, delivery_id)
+        if d is None or d.status != "pending":
+            return d.status if d is not None else "gone"
+        hook = s.get(Hook, d.hook_id)
+        event = s.get(ChangeEvent, d.event_id)
+        if hook is None or not hook.active or event is None:
+            d.status, d.last_error = "failed", "the hook was removed"
+            s.commit()
+            return d.status
+        body = json.dumps({"event": _plain(events_json(s, settings, [event])[0])}, sort_keys=True).encode()
+        url, secret = hook.url, hook.secret
+    stamp = str(int(time.time()))
+    headers = {"Content-Type": "application/json", "User-Agent": settings.user_agent,
+               "X-Caveat-Event": event.kind, "X-Caveat-Delivery": str(delivery_id),
+               "X-Caveat-Timestamp": stamp, "X-Caveat-Signature": sign(secret, stamp, body)}
+    started = time.monotonic()
+    code, error = None, None
+    try:
+        with httpx.Client(transport=_transport(db), timeout=settings.hook_timeout) as client:
+            r = client.post(url, content=body, headers=headers)
+            code = r.status_code
+            if not 200 <= code < 300:
+                error = f"the receiver answered HTTP {code}"
+    except httpx.TimeoutException:
+        error = f"no answer within {settings.hook_timeout:g} s (CAVEAT_HOOK_TIMEOUT)"
+    except Exception as exc:  # noqa: BLE001 - refused, reset, DNS, the address guard: all retried
+        error = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+    with db.Session() as s:
+        d = s.get(HookDelivery, delivery_id)
+        d.attempts += 1
+        d.last_code, d.last_error = code, error
+        d.log = (list(d.log or []) + [{"at": utcnow().isoformat(), "code": code, "error": error,
+                                       "seconds": round(time.monotonic() - started, 3)}])[-MAX_LOG:]
+        if error is None:
+            d.status, d.delivered_at = "delivered", utcnow()
+        elif final or d.attempts >= settings.hook_attempts:
+            d.status = "failed"
+        s.commit()
+        status = d.status
+    if status == "pending":
+        raise DeliveryFailed(error)
+    return status
+
+
+def _plain(obj):
+    """The event as JSON text would carry it: times in UTC with their offset (as the API writes them)."""
+    from datetime import datetime, timezone
+
+    def default(v):
+        if isinstance(v, datetime):
+            return (v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)).isoformat()
+        return str(v)
+
+    return json.loads(json.dumps(obj, default=default))
