@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Iterator
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -11,28 +10,23 @@ from fastapi.responses import JSONResponse
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 from sqlalchemy.exc import DBAPIError
-from sqlalchemy.orm import Session
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from app import __version__
+from app import __version__, routes
+from app.api.convention import PublicReads
+from app.api.openapi import install as install_openapi
+from app.api.quotable import install as install_quotable_fast_path
 from app.config import Settings
 from app.db import Database
+from app.deps import get_session  # noqa: F401  (re-exported for old imports)
 from app.errors import CaveatError
+from app.replay.citations import RequestOrigin
+from app.replay.wayback import ReplayOriginGuard
+from app.security import BoundedIntegers, SecurityHeaders
+from app.views.rendering import weblink
 from archive.surt import InvalidURL
 
 WEB_DIR = Path(__file__).resolve().parent.parent / "web"
-
-
-def get_session(request: Request) -> Iterator[Session]:
-    """FastAPI dependency: one session per request, committed when the handler returns."""
-    db: Database = request.app.state.db
-    with db.Session() as session:
-        try:
-            yield session
-            session.commit()
-        except BaseException:
-            session.rollback()
-            raise
 
 
 MACHINE_PREFIXES = ("/api/", "/timemap/")  # machine endpoints: errors are JSON whatever the Accept header
@@ -72,8 +66,6 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     app.state.db = db
     templates = Jinja2Templates(directory=str(WEB_DIR / "templates"))
     templates.env.globals["version"] = __version__
-    from app.views.rendering import weblink
-
     templates.env.filters["weblink"] = weblink  # every template may render an archived URL
     app.state.templates = templates
 
@@ -117,23 +109,11 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
 
     app.mount("/static", StaticFiles(directory=str(WEB_DIR / "static")), name="static")
 
-    from app import routes
-
     routes.include_all(app)
-    from app.api.quotable import install as install_quotable_fast_path
-
     install_quotable_fast_path(app)  # serves cached quotable answers before routing (bench/quotable.py)
-    from app.api.convention import PublicReads
-    from app.api.openapi import install as install_openapi
-    from app.security import BoundedIntegers, SecurityHeaders
-
     install_openapi(app)  # typed document with the real error shape, /api/openapi.json, /docs
     app.add_middleware(BoundedIntegers)
-    from app.replay.citations import RequestOrigin
-
     app.add_middleware(RequestOrigin, settings=settings)  # URLs built when served: CAVEAT_BASE_URL or this origin
-    from app.replay.wayback import ReplayOriginGuard
-
     app.add_middleware(ReplayOriginGuard)  # CAVEAT_REPLAY_ORIGIN: archived bytes from that origin only
     app.add_middleware(PublicReads)  # CORS, ETag, Cache-Control, 304 and OPTIONS on public reads
     app.add_middleware(SecurityHeaders)  # outermost: every answer, the fast path's too

@@ -30,7 +30,7 @@ from pgtemp import temporary_database  # noqa: E402
 
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
-from app.capture.reindex import reindex_all  # noqa: E402
+from app.rebuild.reindex import reindex_all  # noqa: E402
 from archive.timestamps import ts17  # noqa: E402
 from archive.warcwriter import WarcWriter  # noqa: E402
 

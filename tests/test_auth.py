@@ -13,7 +13,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.errors import BadRequest, Conflict, Forbidden
 from app.models import ApiToken, User
-from app.accounts import auth
+from app.accounts import auth, users
 
 
 @pytest.fixture
@@ -186,7 +186,7 @@ def test_cli_user_add_and_token_create(cli, db):
 def test_old_scrypt_hashes_verify_and_are_rehashed_at_sign_in(db):
     with db.session() as s:
         user = auth.create_user(s, "old", "correct horse")
-        user.password_hash = auth._legacy_scrypt_hash("correct horse")
+        user.password_hash = users._legacy_scrypt_hash("correct horse")
     with db.session() as s:
         assert auth.authenticate(s, "old", "correct horse") is not None
     with db.session() as s:

@@ -49,7 +49,7 @@ CHILD = textwrap.dedent('''
     from app.capture.http import capture_urls
     from app.crawl.workflow import crawl
     from app.claims.sources import add_source
-    from app.capture.importer import import_warcs
+    from app.rebuild.importer import import_warcs
     from fastapi.testclient import TestClient
     from app.main import create_app
 

@@ -16,7 +16,7 @@ from tests.test_capture_crash import assert_every_whole_record_indexed
 # The import, with a pause between fsyncing the copied records and committing their rows: exactly the
 # gap in which a capture used to "repair" the imported records away.
 SLOW_COMMIT = ("import sys, time\n"
-               "import app.capture.importer as imp\n"
+               "import app.rebuild.importer as imp\n"
                "_add_all = imp._Importer.assign_ids\n"
                "def slow(self, rows):\n"
                "    print('imported, not committed', flush=True); time.sleep(3); return _add_all(self, rows)\n"

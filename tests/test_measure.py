@@ -500,7 +500,7 @@ def test_reindex_restores_measurements_from_the_warc_files_alone(settings, cli, 
     back from its metadata record, with the same citation id, figures and per-request citations."""
     import shutil
 
-    from app.capture.reindex import reindex_all
+    from app.rebuild.reindex import reindex_all
     from tests.conftest import make_settings
 
     with OpenAIServer(Behaviour(rate=4000)) as srv:

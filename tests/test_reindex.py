@@ -20,7 +20,8 @@ from app.db import Database
 from app.models import Recipe, Snapshot, Source
 from app.capture.http import capture_urls
 from app.crawl.workflow import crawl
-from app.capture.reindex import reindex_all, unindexed_files
+from app.rebuild.reindex import reindex_all
+from app.storage.indexing import unindexed_files
 from app.storage.snapshots import find_by_citation, load_record
 from app.claims.sources import add_source
 from tests.capture_helpers import ref_tool, run, warc_files
@@ -289,7 +290,7 @@ def test_db_copy_between_sqlite_and_postgresql_keeps_citations_and_answers(setti
 def test_opening_the_store_after_a_crawl_does_not_load_the_index(db, server, monkeypatch):
     """A crawl leaves its metadata record after the last indexed byte; the next capture reads that tail
     and finds nothing to index, without loading every index row (the catch-up's Reindexer)."""
-    import app.capture.reindex as reindex_service
+    import app.storage.indexing as reindex_service
 
     _crawl_demo(db, server)
     built = []

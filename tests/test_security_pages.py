@@ -53,7 +53,7 @@ def test_import_refuses_non_http_target_uris_and_keeps_the_rest(db, tmp_path):
     from warcio.statusandheaders import StatusAndHeaders
     from warcio.warcwriter import WARCWriter
 
-    from app.capture.importer import import_warcs
+    from app.rebuild.importer import import_warcs
 
     path = tmp_path / "xss.warc.gz"
     with open(path, "wb") as f:

@@ -106,7 +106,7 @@ def test_verify_log_passes_on_an_honest_log_and_extends_an_earlier_head(cli, log
 
 
 def _reindexed(app):
-    from app.capture.reindex import reindex_all
+    from app.rebuild.reindex import reindex_all
 
     db = _lose_database(app.state.db)
     reindex_all(db, reparse=False)
@@ -211,7 +211,7 @@ def test_imported_records_are_logged_too(cli, app, settings, tmp_path):
     """`caveat import-warc` copies records into Caveat's WARC: each one is a leaf of the log, and
     `caveat verify --log` checks them."""
     from app.models import Snapshot
-    from app.capture.importer import import_warcs
+    from app.rebuild.importer import import_warcs
     from tests.capture_helpers import foreign_warc
 
     path = tmp_path / "other-tool.warc.gz"

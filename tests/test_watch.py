@@ -422,7 +422,7 @@ def test_crawl_now_api_queues_returns_at_once_and_shows_progress(client, setting
 
 
 def test_serve_scheduler_runs_due_crawls_in_process(db, server):
-    from app.watch.jobs import Scheduler
+    from app.watch.worker import Scheduler
 
     db.settings.worker_poll = 0.2
     db.settings.host_delay = 0.0
@@ -503,7 +503,7 @@ def test_sources_page_shows_a_queued_crawl(client, settings, server):
 
 def test_serve_requeues_crawls_its_memory_forgot(db, server):
     """The in-process queue forgets its jobs when `caveat serve` stops: the queued rows run at the next start."""
-    from app.watch.jobs import Scheduler
+    from app.watch.worker import Scheduler
 
     db.settings.worker_poll = 0.2
     url = server.route("/b", board(500.0), content_type="application/json")

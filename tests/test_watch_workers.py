@@ -98,7 +98,8 @@ def test_two_workers_share_due_sources_and_crawl_each_once(pg_settings, server, 
 
 
 def test_sigkilled_worker_leaves_no_torn_record_and_its_job_runs_again(pg_settings, server, workers):
-    from app.watch.jobs import enqueue, queue_for
+    from app.watch.jobs import queue_for
+    from app.watch.worker import enqueue
 
     db = Database(pg_settings)
     url = server.route("/slow", board(500.0), content_type="application/json", delay=4.0)
@@ -179,7 +180,8 @@ def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
 
 def test_jobs_wait_in_postgresql_for_a_worker(pg_settings, server, workers):
     """A crawl queued while no worker runs (all stopped, restarting) is kept and run by the next one."""
-    from app.watch.jobs import enqueue, queue_for
+    from app.watch.jobs import queue_for
+    from app.watch.worker import enqueue
 
     db = Database(pg_settings)
     with db.Session.begin() as s:

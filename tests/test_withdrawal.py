@@ -15,7 +15,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.models import AccessEvent, Snapshot
 from app.capture.http import capture_urls
-from app.capture.reindex import reindex_all
+from app.rebuild.reindex import reindex_all
 from app.replay.withdrawal import withdrawn_snapshot_ids
 from tests.test_csrf import _login
 from tests.test_reindex import _lose_database
@@ -103,7 +103,7 @@ def test_withdrawal_survives_a_reindex_from_the_warc_files(backend_db, server):
     url = server.route("/gone", "<p>captured by mistake</p>")
     snap = capture_urls(db, [url])[0].snapshot
     other = capture_urls(db, [server.route("/kept", "<p>kept</p>")])[0].snapshot
-    from app.replay.withdrawal import change_access
+    from app.audit.access import change_access
 
     change_access(db, snap.citation_id, "withdraw", "captured by mistake", actor="bob")
     change_access(db, other.citation_id, "restrict", "private", actor="bob")
@@ -174,7 +174,7 @@ def test_a_withdrawn_capture_leaves_the_quotable_evidence_and_comes_back_on_rein
     from app.models import Entry
     from app.crawl.workflow import crawl
     from app.claims.sources import add_source
-    from app.replay.withdrawal import change_access
+    from app.audit.access import change_access
 
     rows = "".join(f"<tr><td>GLM-5.3-Flash</td><td>RTX PRO 6000</td><td>SGLang</td><td>{k}</td><td>{t}</td>"
                    f"<td>{'acceptance 64/1.00 on locked attractor; steady state 373-391 tok/s' if k == 64 else ''}</td></tr>"

@@ -17,18 +17,12 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import hmac
-import re
 import secrets
 from datetime import timedelta, timezone
 
 import time
 
-from argon2 import PasswordHasher
-from argon2 import Type as Argon2Type
-from argon2.exceptions import InvalidHashError, VerificationError, VerifyMismatchError
 from fastapi import Depends, Request
 from limits import parse
 from limits.storage import storage_from_string
@@ -38,219 +32,22 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.errors import BadRequest, Conflict, Forbidden, NotFound, Unauthorized, UnsupportedMediaType
-from app.main import get_session
-from app.models import ApiToken, LoginSession, User, utcnow
+from app.errors import BadRequest, Forbidden, Unauthorized, UnsupportedMediaType
+from app.deps import get_session
+from app.models import ApiToken, Decision, LoginSession, Measurement, User, utcnow
+from app.accounts.tokens import (  # noqa: F401  (re-exported: the faces use auth.<name>)
+    DEFAULT_SCOPES, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, SCOPES, TOKEN_PREFIX, create_token, list_tokens, parse_scopes,
+    _token_hash, require_scope, revoke_token, token_state, user_for_token,
+)
+from app.accounts.users import (  # noqa: F401  (re-exported)
+    MIN_PASSWORD, USERNAME_RE, _DUMMY_HASH, _existing_user, authenticate, create_user, get_user, hash_password,
+    needs_rehash, verify_password,
+)
 
 SESSION_COOKIE = "caveat_session"
 SESSION_MAX_AGE = 14 * 24 * 3600
 CSRF_MAX_AGE = 24 * 3600
-TOKEN_PREFIX = "cvt_"
-SCRYPT_N, SCRYPT_R, SCRYPT_P = 2**14, 8, 1
-MIN_PASSWORD = 8
-USERNAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@-]{0,99}$")
 _KEYS: dict[int, str] = {}
-
-
-# -- passwords -------------------------------------------------------------------------------------
-def _b64(raw: bytes) -> str:
-    return base64.b64encode(raw).decode("ascii")
-
-
-def _scrypt(password: str, salt: bytes, n: int, r: int, p: int) -> bytes:
-    return hashlib.scrypt(password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=64 * 1024 * 1024, dklen=32)
-
-
-# Argon2id at OWASP's minimum (m = 19 MiB, t = 2, p = 1). Hashes from before (scrypt) still verify and
-# are replaced by an Argon2id hash at the user's next sign-in.
-_ARGON2 = PasswordHasher(time_cost=2, memory_cost=19 * 1024, parallelism=1, hash_len=32, salt_len=16,
-                         type=Argon2Type.ID)
-
-
-def hash_password(password: str) -> str:
-    return _ARGON2.hash(password)
-
-
-def _legacy_scrypt_hash(password: str) -> str:
-    salt = secrets.token_bytes(16)
-    digest = _scrypt(password, salt, SCRYPT_N, SCRYPT_R, SCRYPT_P)
-    return f"scrypt${SCRYPT_N}${SCRYPT_R}${SCRYPT_P}${_b64(salt)}${_b64(digest)}"
-
-
-def verify_password(password: str, stored: str) -> bool:
-    if stored.startswith("$argon2"):
-        try:
-            return _ARGON2.verify(stored, password)
-        except (VerifyMismatchError, VerificationError, InvalidHashError):
-            return False
-    try:
-        scheme, n, r, p, salt, digest = stored.split("$")
-        if scheme != "scrypt":
-            return False
-        expected = base64.b64decode(digest)
-        actual = _scrypt(password, base64.b64decode(salt), int(n), int(r), int(p))
-    except (ValueError, TypeError):
-        return False
-    return hmac.compare_digest(actual, expected)
-
-
-def needs_rehash(stored: str) -> bool:
-    if not stored.startswith("$argon2"):
-        return True
-    try:
-        return _ARGON2.check_needs_rehash(stored)
-    except InvalidHashError:
-        return True
-
-
-_DUMMY_HASH = hash_password(secrets.token_hex(8))
-
-
-# -- users -----------------------------------------------------------------------------------------
-def get_user(session: Session, username: str) -> User | None:
-    return session.scalar(select(User).where(User.username == username))
-
-
-def create_user(session: Session, username: str, password: str) -> User:
-    if not USERNAME_RE.match(username or ""):
-        raise BadRequest(
-            f"Username {username!r} is not allowed: use 1-100 letters, digits, '_', '.', '@' or '-', "
-            "starting with a letter or digit."
-        )
-    if len(password or "") < MIN_PASSWORD:
-        raise BadRequest(f"The password is too short: use at least {MIN_PASSWORD} characters.")
-    if get_user(session, username) is not None:
-        raise Conflict(f"User {username!r} already exists; pick another name or sign in as that user.")
-    user = User(username=username, password_hash=hash_password(password))
-    session.add(user)
-    session.flush()
-    return user
-
-
-def _existing_user(session: Session, username: str) -> User:
-    user = get_user(session, username)
-    if user is None:
-        raise NotFound(f"No user {username!r}. Create one with `caveat user add {username}`.")
-    return user
-
-
-def set_password(session: Session, username: str, password: str) -> User:
-    user = _existing_user(session, username)
-    if len(password or "") < MIN_PASSWORD:
-        raise BadRequest(f"The password is too short: use at least {MIN_PASSWORD} characters.")
-    user.password_hash = hash_password(password)
-    revoke_sessions(session, user)  # a new password ends every session
-    session.flush()
-    return user
-
-
-def authenticate(session: Session, username: str, password: str) -> User | None:
-    """The active user with this name and password, or None (same work either way)."""
-    user = get_user(session, username or "")
-    if user is None:
-        verify_password(password or "", _DUMMY_HASH)
-        return None
-    if not verify_password(password or "", user.password_hash) or not user.is_active:
-        return None
-    if needs_rehash(user.password_hash):  # an scrypt hash from before: Argon2id from now on
-        user.password_hash = hash_password(password)
-        session.flush()
-    return user
-
-
-# -- API tokens ------------------------------------------------------------------------------------
-def _token_hash(token: str) -> str:
-    return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-SCOPES = ("read", "decide", "measure", "admin")
-DEFAULT_SCOPES = ("read", "decide", "measure")
-DEFAULT_TOKEN_DAYS = 90
-MAX_TOKEN_DAYS = 366
-
-
-def parse_scopes(scopes) -> tuple[str, ...]:
-    items = [x.strip().lower() for x in (scopes.split(",") if isinstance(scopes, str) else (scopes or [])) if x.strip()]
-    bad = [x for x in items if x not in SCOPES]
-    if bad:
-        raise BadRequest(f"Unknown scope(s) {', '.join(bad)}: use {', '.join(SCOPES)} (comma-separated).")
-    return tuple(x for x in SCOPES if x in items) or DEFAULT_SCOPES
-
-
-def create_token(session: Session, username: str, name: str, scopes=None, days: int | None = None) -> str:
-    """A new API token for ``username`` with these scopes, expiring in ``days`` (default 90, at most 366);
-    the plaintext is returned once and never stored."""
-    user = _existing_user(session, username)
-    if not (name or "").strip():
-        raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
-    for other in session.scalars(select(ApiToken).where(ApiToken.user_id == user.id,
-                                                          ApiToken.name == name.strip()[:100])):
-        if token_state(other) == "live":
-            raise Conflict(f"{username} already has a live token named {name.strip()!r}; pick another name, or "
-                           f"revoke it first: `caveat token revoke {username} --name {name.strip()}`.")
-    days = DEFAULT_TOKEN_DAYS if days is None else int(days)
-    if not 1 <= days <= MAX_TOKEN_DAYS:
-        raise BadRequest(f"A token lives 1 to {MAX_TOKEN_DAYS} days; {days} was asked for.")
-    plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
-    session.add(ApiToken(user_id=user.id, name=name.strip()[:100], token_hash=_token_hash(plaintext),
-                         scopes=",".join(parse_scopes(scopes)), expires_at=utcnow() + timedelta(days=days)))
-    session.flush()
-    return plaintext
-
-
-def list_tokens(session: Session, username: str | None = None) -> list[tuple[ApiToken, str]]:
-    q = select(ApiToken, User.username).join(User, User.id == ApiToken.user_id).order_by(User.username, ApiToken.id)
-    if username:
-        q = q.where(User.username == _existing_user(session, username).username)
-    return [(t, u) for t, u in session.execute(q)]
-
-
-def token_state(t: ApiToken) -> str:
-    if t.revoked_at is not None:
-        return "revoked"
-    exp = t.expires_at
-    if exp is not None and (exp if exp.tzinfo else exp.replace(tzinfo=timezone.utc)) <= utcnow():
-        return "expired"
-    return "live"
-
-
-def require_scope(request: Request, scope: str) -> None:
-    """A bearer token must carry ``scope`` (a signed-in reviewer's session may read, decide and measure)."""
-    method = getattr(request.state, "auth_method", None)
-    granted = getattr(request.state, "token_scopes", ()) if method == "token" else DEFAULT_SCOPES
-    if scope not in granted:
-        raise Forbidden(f"This needs the {scope!r} scope; the token has {', '.join(granted) or 'none'}. Create one "
-                        f"with `caveat token create USER --name NAME --scope {scope}`.")
-
-
-def revoke_token(session: Session, username: str, name: str) -> int:
-    user = _existing_user(session, username)
-    tokens = session.scalars(select(ApiToken).where(
-        ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))).all()
-    if not tokens:
-        raise NotFound(f"User {username!r} has no live token named {name!r}.")
-    for t in tokens:
-        t.revoked_at = utcnow()
-    session.flush()
-    return len(tokens)
-
-
-def user_for_token(session: Session, token: str) -> User | None:
-    if not token.startswith(TOKEN_PREFIX):
-        return None
-    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == _token_hash(token)))
-    if row is None or token_state(row) != "live":
-        return None
-    user = session.get(User, row.user_id)
-    if user is None or not user.is_active:
-        return None
-    now = utcnow()
-    last = row.last_used_at
-    if last is not None and last.tzinfo is None:
-        last = last.replace(tzinfo=timezone.utc)
-    if last is None or now - last > timedelta(minutes=1):
-        row.last_used_at = now
-    return user
 
 
 # -- signing ---------------------------------------------------------------------------------------
@@ -501,10 +298,18 @@ def require_writer(request: Request, user: User = Depends(require_user)) -> User
     return user
 
 
+def set_password(session: Session, username: str, password: str) -> User:
+    user = _existing_user(session, username)
+    if len(password or "") < MIN_PASSWORD:
+        raise BadRequest(f"The password is too short: use at least {MIN_PASSWORD} characters.")
+    user.password_hash = hash_password(password)
+    revoke_sessions(session, user)  # a new password ends every session
+    session.flush()
+    return user
+
+
 def list_users(session: Session) -> list[dict]:
     """Every account with its state and how many live tokens and decisions it has."""
-    from app.models import Decision
-
     out = []
     for u in session.scalars(select(User).order_by(User.username)):
         tokens = [t for t in session.scalars(select(ApiToken).where(ApiToken.user_id == u.id)) if token_state(t) == "live"]
@@ -517,8 +322,6 @@ def list_users(session: Session) -> list[dict]:
 def remove_user(session: Session, username: str) -> dict:
     """Remove an account: its sessions and tokens stop working at once. A user with decisions or
     measurements is kept, deactivated (the audit log names who decided); any other is deleted."""
-    from app.models import Decision, Measurement
-
     user = _existing_user(session, username)
     revoke_sessions(session, user)
     now = utcnow()

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.api.convention import ok, page
 from app.api.schemas import AUTH_ERRORS, ERRORS, Open, Page
 from app.errors import BadRequest, NotFound
-from app.main import get_session
+from app.deps import get_session
 from app.models import ChangeEvent, Crawl, Source, User
 from app.accounts import auth
 from app.watch import changes
@@ -146,7 +146,7 @@ def crawl_json(c: Crawl, name: str | None, job: str | None = None) -> dict:
              summary="Crawl a source now: queued, answered at once (authenticated)")
 def crawl_now(name: str, request: Request, session: Session = Depends(get_session),
               user: User = Depends(auth.require_writer)) -> dict:
-    from app.watch.jobs import enqueue
+    from app.watch.worker import enqueue
 
     auth.require_scope(request, "decide")
     src = get_source(session, name)

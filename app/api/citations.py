@@ -10,7 +10,7 @@ from app.api.convention import ok
 from app.api.schemas import ERRORS, QuoteCitation
 from app.api.snapshots import quote_body, snapshot_body
 from app.errors import BadRequest
-from app.main import get_session
+from app.deps import get_session
 from app.replay import citations
 
 router = APIRouter(tags=["snapshots"])

@@ -20,7 +20,7 @@ from starlette.concurrency import run_in_threadpool
 from app.api.convention import ok, page
 from app.api.schemas import AUTH_ERRORS, ERRORS, DecisionAnswer, DecisionList
 from app.errors import BadRequest
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.audit import decisions

@@ -5,7 +5,7 @@ from sqlalchemy.orm import Session
 
 from app.api.convention import ok, page
 from app.api.schemas import ERRORS, EntryDetail, EntryList
-from app.main import get_session
+from app.deps import get_session
 from app.pages.entries import MAX_LIMIT, get_entry, list_entries
 from app.audit.measurements import used_by_recipes
 

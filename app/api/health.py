@@ -6,7 +6,7 @@ from sqlalchemy.orm import Session
 
 from app import __version__
 from app.api.schemas import Health
-from app.main import get_session
+from app.deps import get_session
 
 router = APIRouter(tags=["service"])
 

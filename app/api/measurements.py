@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from app.api.convention import ok, page
 from app.api.schemas import AUTH_ERRORS, ERRORS, MeasurementAnswer, MeasurementList
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.audit import measurements

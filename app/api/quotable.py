@@ -18,7 +18,7 @@ from sqlalchemy.orm import Session
 
 from app.api.convention import ok, page
 from app.api.schemas import ERRORS, QuotableAnswer, QuotableList
-from app.main import get_session
+from app.deps import get_session
 from app.audit.quotable import MAX_LIST, get_quotable, list_quotable, quotable_raw, quotable_raw_many
 
 router = APIRouter(tags=["quotable"])

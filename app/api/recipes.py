@@ -5,7 +5,7 @@ from sqlalchemy.orm import Session
 
 from app.api.convention import ok
 from app.api.schemas import ERRORS, RecipeDetail
-from app.main import get_session
+from app.deps import get_session
 from app.pages.entries import get_recipe
 
 router = APIRouter(tags=["recipes"])

@@ -15,7 +15,7 @@ from sqlalchemy.orm import Session
 from app.api.convention import ok, page
 from app.api.schemas import ERRORS, QuoteCitation, Snapshot, SnapshotList
 from app.errors import BadRequest
-from app.main import get_session
+from app.deps import get_session
 from app.models import Snapshot as SnapshotRow
 from app.replay import citations
 from app.replay.wayback import captures

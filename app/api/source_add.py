@@ -10,7 +10,7 @@ from app.api.convention import ok
 from typing import Literal
 
 from app.api.schemas import AUTH_ERRORS, Open, SourceBody
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.claims.sources import add_source, source_json

@@ -5,7 +5,7 @@ from sqlalchemy.orm import Session
 
 from app.api.convention import page
 from app.api.schemas import ERRORS, SourceList
-from app.main import get_session
+from app.deps import get_session
 from app.claims.sources import list_sources, source_json
 
 router = APIRouter(tags=["sources"])

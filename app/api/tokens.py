@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 from app.api.convention import ok
 from app.api.schemas import AUTH_ERRORS, TokenAnswer
 from app.errors import Forbidden
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 

@@ -26,6 +26,7 @@ from app.config import Settings
 from app.db import chunked
 from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
 from app.replay import citations
+from app.audit.answer import cite, cite_ref, recipe_answer, standing  # noqa: F401  (cite, cite_ref re-exported)
 from app.audit.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
 from app.audit.working import Candidate, StandingFlag, decide, lowest_steady
 
@@ -41,22 +42,6 @@ class Loaded:
     quotes: dict
     citation_id: str | None
     withheld: bool = False      # its capture is withdrawn or restricted: no evidence for a quotable number
-
-
-def cite_ref(citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
-    """Host-free reference (``/c/ID?q=...&prefix=...&suffix=...&pos=...``) to ``text`` in snapshot
-    ``citation_id``, pinned by the parser's ``selector`` when it has one; the snapshot itself without
-    text. This is what rows store: URLs are built from it when served (``citations.absolute``)."""
-    if not citation_id:
-        return None
-    if not text:
-        return citations.quote_ref(citation_id)
-    return citations.selector_ref(citation_id, text, selector)
-
-
-def cite(settings: Settings, citation_id: str | None, text: str | None, selector: dict | None = None) -> str | None:
-    """Citation URL of ``text`` in snapshot ``citation_id``; the snapshot itself without text."""
-    return citations.absolute(settings, cite_ref(citation_id, text, selector))
 
 
 def _load(session: Session, entries: list[Entry]) -> list[Loaded]:
@@ -189,11 +174,6 @@ def _change(flag, changes: list[dict], **values) -> None:
     changes.append({"id": flag.id, **values})
 
 
-def standing(flags: list[Flag]) -> list[Flag]:
-    """Flags that count: raised by the latest audit and not dismissed by a reviewer."""
-    return [f for f in flags if f.active and f.status != "dismissed"]
-
-
 def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
     f = item.fields
     return Candidate(item.entry.id, f.get("headline_tps"), f.get("spread"), list(f.get("samples") or []),
@@ -305,8 +285,6 @@ def plan_audit(session: Session, settings: Settings, entries: list[Entry], recip
     """Everything an audit of these entries writes, computed from reads only: new flags, changed flags,
     entry and recipe audit columns (plain dicts, so another process may compute a plan and this one
     apply it). The loaded ORM objects are given the new values without being marked dirty."""
-    from app.audit.quotable import recipe_answer
-
     loaded = _load(session, sorted(entries, key=lambda e: e.id))
     groups: dict[object, list[Loaded]] = {}
     for item in loaded:

@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Measurement, Recipe, User
+from app.audit.answer import evidence_url, measurement_url, reference, utc_iso  # noqa: F401  (re-exported)
 from app.audit.engine import audit_recipes
 
 MAX_LIST = 500
@@ -58,19 +59,10 @@ def counts(m: Measurement) -> bool:
     return bool(m.non_repeating_prompts and m.output_checked)
 
 
-def evidence_url(settings: Settings | None, m: Measurement) -> str | None:
-    """The citation page of a measurement Caveat made itself (``/c/{id}``); None for a typed-in one."""
-    if not m.citation_id:
-        return None
-    return f"{settings.base_url if settings is not None else ''}/c/{m.citation_id}"
-
-
 def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
     """A measurement as the API returns it. One made by `caveat measure` also carries its whole result
     (decode_tps, percentiles, ttft_ms, requests, repeat_test, output_check, ...; docs/measure.md), its
     ``measurement_id`` and, as ``citation``, its evidence page ``/c/{id}``."""
-    from app.audit.quotable import measurement_url, utc_iso
-
     api = measurement_url(settings, m.id) if settings is not None else f"/api/measurements/{m.id}"
     out = {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
            "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
@@ -82,18 +74,6 @@ def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
                     "engine": m.engine, "evidence": {"warc_file": m.warc_file, "record_id": m.record_id,
                                                      "offset": m.offset, "length": m.length}})
     return out
-
-
-def reference(m: Measurement, settings: Settings) -> dict:
-    """What a quotable answer says about the measurement it rests on."""
-    from app.audit.quotable import measurement_url, utc_iso
-
-    ref = {"id": m.id, "tps": m.tps, "measured_at": utc_iso(m.measured_at), "n_runs": m.n_runs,
-           "method": m.method, "citation": measurement_url(settings, m.id)}
-    if m.origin == "measure":
-        ref.update({"citation": evidence_url(settings, m), "citation_id": m.citation_id, "api_url": ref["citation"],
-                    "engine": m.engine, "endpoint": m.endpoint, "model": m.model})
-    return ref
 
 
 def list_for_recipe(session: Session, recipe_id: str, settings: Settings | None = None) -> list[dict]:

@@ -102,7 +102,7 @@ def capture_urls(db: Database, urls: list[str], *, source_id: int | None = None,
     ``workers`` fetches run at once in threads, or ``processes`` worker processes fetch and compress,
     one URL at a time each (default: :func:`default_processes`; 0 fetches in threads).
     ``source_info``: the block of a ``metadata`` record written beside each final response, naming the
-    source it was crawled for (``app.capture.reindex.source_metadata``), so the WARC files alone
+    source it was crawled for (``app.storage.indexing.source_metadata``), so the WARC files alone
     can rebuild the sources. ``request_headers``: extra headers per URL for its first request (a
     conditional re-crawl's validators); such a capture fetches in threads."""
     if not urls:

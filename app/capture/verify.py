@@ -95,7 +95,7 @@ def database_check(session: Session) -> list[str]:
 
 def _unindexed(settings: Settings, known: set[str]) -> list[Problem]:
     """Whole response/revisit records in the WARC folder that no index row points at."""
-    from app.capture.reindex import warc_files
+    from app.storage.indexing import warc_files
     from archive.citeid import citation_id_for_record
     from archive.indexer import walk
 

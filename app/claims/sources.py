@@ -10,6 +10,8 @@ again brings it back.
 from __future__ import annotations
 
 
+from datetime import datetime, timezone
+
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
@@ -104,11 +106,32 @@ def source_json(session: Session, src: Source) -> dict:
         "last_warnings": src.last_warnings or [],
         "entries": entries or 0,
         "snapshots": snapshots or 0,
-        "schedule": _schedule(src),
+        "schedule": schedule_json(src),
     }
 
 
-def _schedule(src: Source) -> dict:
-    from app.watch.schedule import schedule_json  # issue 17
+# -- schedules (issue 17; set and run by app.watch.schedule) ------------------------------------------
+UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 
-    return schedule_json(src)
+
+def format_every(seconds: int | None) -> str | None:
+    if not seconds:
+        return None
+    out, rest = [], seconds
+    for unit in ("w", "d", "h", "m", "s"):
+        n, rest = divmod(rest, UNITS[unit])
+        if n:
+            out.append(f"{n}{unit}")
+    return "".join(out)
+
+
+def _aware(when: datetime | None) -> datetime | None:
+    if when is not None and when.tzinfo is None:
+        return when.replace(tzinfo=timezone.utc)
+    return when
+
+
+def schedule_json(src: Source) -> dict:
+    return {"every": format_every(src.every_seconds), "every_seconds": src.every_seconds,
+            "next_crawl_at": _aware(src.next_crawl_at).isoformat() if src.next_crawl_at else None,
+            "failures": src.failures or 0, "vanished": src.vanished_at is not None}

@@ -7,8 +7,8 @@ import getpass
 
 import click
 
-from app.cli import main
-from app.replay.withdrawal import change_access
+from app.cli.group import main
+from app.audit.access import change_access
 
 
 def _actor(by: str | None) -> str:

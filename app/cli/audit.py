@@ -7,8 +7,7 @@ import json
 
 import click
 
-from app.cli import accounts  # noqa: F401  (registers `user` and `token`)
-from app.cli import emit, json_mode, main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 
 

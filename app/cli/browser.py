@@ -7,7 +7,7 @@ import time
 
 import click
 
-from app.cli import emit
+from app.cli.group import emit
 from app.cli.context import CliContext
 
 

@@ -7,7 +7,7 @@ import time
 
 import click
 
-from app.cli import emit, json_mode, main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from app.cli import emit, json_mode, main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 from app.crawl import workflow as crawl_service
 from app.claims.sources import KINDS, add_source, list_sources, remove_source

@@ -9,7 +9,7 @@ import time
 
 import click
 
-from app.cli import main
+from app.cli.group import main
 from app.cli.context import CliContext
 from app.config import Settings
 
@@ -48,7 +48,7 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
 
     if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
         click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
-    from app.capture.reindex import unindexed_files
+    from app.storage.indexing import unindexed_files
 
     behind = unindexed_files(db)
     if not behind:
@@ -65,7 +65,7 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
 
 
 def _run_reindex(db, *, reparse: bool) -> None:
-    from app.capture.reindex import reindex_all
+    from app.rebuild.reindex import reindex_all
 
     started = time.monotonic()
     report = reindex_all(db, progress=lambda m: click.echo(m, err=True), reparse=reparse)
@@ -134,7 +134,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 
         application = create_app(settings)
         if application.state.db.engine.dialect.name == "sqlite":  # due crawls run in-process (issue 17)
-            from app.watch.jobs import Scheduler
+            from app.watch.worker import Scheduler
 
             application.state.scheduler = Scheduler(application.state.db)
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from app.cli import main
+from app.cli.group import main
 from app.cli.context import CliContext
 from app.demo.run import DemoSite, demo_settings, run_demo
 

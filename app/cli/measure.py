@@ -8,7 +8,7 @@ import sys
 
 import click
 
-from app.cli import emit, json_mode, main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 
 

@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from app.cli import main
+from app.cli.group import main
 from app.cli.context import CliContext
 
 
@@ -52,7 +52,7 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
     Example:
       caveat import-warc crawl.warc.gz old/*.warc
     """
-    from app.capture.importer import import_warcs
+    from app.rebuild.importer import import_warcs
 
     base = obj.settings.base_url
     bad = 0

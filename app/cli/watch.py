@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from app.cli import emit, json_mode, main
+from app.cli.group import emit, json_mode, main
 from app.cli.claims import source
 from app.cli.context import CliContext
 
@@ -62,7 +62,7 @@ def worker(obj: CliContext, concurrency: int, stalled_after: float, once: bool) 
       CAVEAT_DATABASE_URL=postgresql+psycopg2://caveat@db/caveat caveat worker
       caveat worker --concurrency 4
     """
-    from app.watch.jobs import run_worker
+    from app.watch.worker import run_worker
 
     db = obj.database()
     run_worker(db, concurrency=max(1, concurrency), stalled_after=stalled_after, once=once,

@@ -32,7 +32,7 @@ from app.models import Crawl, Entry, Snapshot, Source, utcnow
 from app.audit.engine import audit_entries
 from app.capture.http import capture_urls
 from app.claims.store import SourceState, StoreSummary, store_parse
-from app.capture.reindex import source_metadata
+from app.storage.indexing import source_metadata
 from app.storage.snapshots import load_record
 from app.claims.sources import get_source, list_sources, set_guessed_kind
 
@@ -392,25 +392,6 @@ def select_sources(db: Database, names: list[str] | None) -> list[Source]:
             raise NotFound(f"No source named {', '.join(repr(m) for m in missing)}. "
                            f"`caveat source list` shows the sources; `caveat source add NAME URL` adds one.")
         return found
-
-
-def crawl(db: Database, settings: Settings, names: list[str] | None = None,
-          progress: Progress = _noop) -> list[SourceReport]:
-    """Crawl the sources now, one after another, through the same run as a queued crawl
-    (``schedule.run_crawl``: conditional requests, change events, the next scheduled time), without
-    waiting for the host's turn: the user asked for it now."""
-    return [crawl_now(db, settings, src, progress) for src in select_sources(db, names)]
-
-
-def crawl_now(db: Database, settings: Settings, src: Source, progress: Progress = _noop) -> SourceReport:
-    """One source crawled now in this process (see :func:`crawl`)."""
-    from app.watch.schedule import run_crawl
-
-    report = run_crawl(db, None, src.id, trigger="cli", progress=progress, polite=False)
-    if report is None:  # another process is crawling it right now
-        report = SourceReport(src.name, src.url, kind=src.kind, status="failed",
-                              error="another process is crawling this source right now; try again when it ends")
-    return report
 
 
 def _archived(session: Session, source_id: int, browser: bool = False) -> list[Snapshot]:

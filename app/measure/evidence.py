@@ -7,12 +7,17 @@ from __future__ import annotations
 from contextlib import nullcontext
 
 import json
+from datetime import datetime
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audit.engine import audit_recipes
+from app.audit.measurements import measurement_json
 from app.config import Settings
-from app.models import Measurement
+from app.models import Measurement, Recipe, Snapshot
+from app.measure.store import _citation_ids
+from app.storage.indexing import MetadataHandler, register_metadata_handler
 from app.measure.prompts import shared_ngrams
 from archive.citeid import normalize_citation_id
 from archive.reader import RecordUnreadable, read_record
@@ -48,8 +53,6 @@ def fixity(settings: Settings, m: Measurement) -> tuple[str, str, dict | None]:
 
 
 def page(session: Session, settings: Settings, m: Measurement) -> dict:
-    from app.audit.measurements import measurement_json
-
     data = measurement_json(m, settings)
     state, message, doc = fixity(settings, m)
     data["fixity"] = state
@@ -76,11 +79,6 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
     citation id is derived from the record id as before; who ran it is not in the WARC and is left
     empty. Returns how many were restored. With ``session`` (`caveat import-warc`) the rows join that
     transaction and are committed by its owner."""
-    from datetime import datetime
-
-    from app.models import Recipe, Snapshot
-    from app.audit.engine import audit_recipes
-
     made = 0
     recipes: set[str] = set()
     warc_file = path.name
@@ -108,8 +106,6 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
             recipe_id = doc.get("recipe_id")
             if recipe_id and s.scalar(select(Recipe.id).where(Recipe.recipe_id == recipe_id)) is None:
                 recipe_id = None  # the recipe is not (yet) in this database: kept, feeds nothing
-            from app.measure.store import _citation_ids
-
             passed = bool((result.get("output_check") or {}).get("passed"))
             m = Measurement(recipe_id=recipe_id, tps=float(result.get("decode_tps") or 0.0),
                             non_repeating_prompts=not shared_ngrams([r.get("prompt") or "" for r in
@@ -137,3 +133,15 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
         else:
             s.flush()  # the caller's transaction commits it, with the snapshots it came with
     return made
+
+
+def _parse_measurement(content_type, block):
+    return True if is_measurement_record(content_type, block) else None
+
+
+def _restore(db, path, items) -> int:
+    return restore(db, path, [(o, n, rid, block) for o, n, rid, block, _ in items])
+
+
+# A `caveat measure` evidence record found by the indexer (reindex, catch-up) becomes its measurement row.
+register_metadata_handler(MetadataHandler("measurement", _parse_measurement, _restore, order=20))

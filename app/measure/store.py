@@ -16,6 +16,8 @@ from datetime import datetime, timezone
 
 from sqlalchemy import insert, or_, select
 
+from app.audit.engine import audit_recipes
+from app.audit.measurements import measurement_json
 from app.db import Database
 from app.errors import NotFound
 from app.models import Measurement, Recipe, Snapshot, User
@@ -87,9 +89,6 @@ def _citation_ids(session, record_ids: list[str]) -> dict[str, str]:
 
 def store(db: Database, outcome: Outcome, *, user: User | None = None, notice=None) -> dict:
     """Archive the outcome's finished exchanges and record the measurement; returns its JSON object."""
-    from app.audit.engine import audit_recipes
-    from app.audit.measurements import measurement_json
-
     plan = outcome.plan
     result = summarise(outcome)
     settings = db.settings

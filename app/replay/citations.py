@@ -10,9 +10,6 @@ when it is set, else the origin of the request being answered (:class:`RequestOr
 
 from __future__ import annotations
 
-import contextvars
-from functools import lru_cache
-import re
 from datetime import datetime, timezone
 
 from sqlalchemy import or_, select
@@ -24,158 +21,12 @@ from app.models import Entry, EntryVersion, Snapshot, Source
 from app.storage.snapshots import StoredResponse, find_by_citation, load_record
 from archive import memento, quoteview, textquote
 from archive.citeid import normalize_citation_id
-
-_REQUEST_ORIGIN: contextvars.ContextVar[str | None] = contextvars.ContextVar("caveat_request_origin", default=None)
-
-
-class RequestOrigin:
-    """ASGI middleware: remembers the public base of the request being answered: ``CAVEAT_BASE_URL``
-    when set, else the request's own origin (scheme://host[:port]); code that has no settings at hand
-    (``absolute`` on stored flags) builds URLs from it."""
-
-    def __init__(self, app, settings: Settings | None = None):
-        self.app = app
-        self.settings = settings
-
-    async def __call__(self, scope, receive, send):
-        if scope["type"] != "http":
-            return await self.app(scope, receive, send)
-        host = next((v.decode("latin-1") for k, v in scope.get("headers", []) if k == b"host"), None)
-        if not host and scope.get("server"):
-            h, port = scope["server"][0], scope["server"][1]
-            host = f"{h}:{port}" if port else h
-        origin = f"{scope.get('scheme', 'http')}://{host}" if host and _sane_host(host) else None
-        app = scope.get("app")
-        settings = getattr(getattr(app, "state", None), "settings", None) or self.settings
-        fixed = settings.base_url.rstrip("/") if settings is not None and "base_url" in settings.model_fields_set \
-            else None
-        token = _REQUEST_ORIGIN.set(fixed or origin)
-        try:
-            return await self.app(scope, receive, send)
-        finally:
-            _REQUEST_ORIGIN.reset(token)
-
-
-def _sane_host(host: str) -> bool:
-    return all(c.isalnum() or c in ".-:[]_" for c in host) and len(host) < 256
-
-
-def public_base(settings: Settings) -> str:
-    """The origin URLs are built from: ``CAVEAT_BASE_URL`` when set, else the request's own origin,
-    else (outside a request: the CLI) the default base URL."""
-    if "base_url" in settings.model_fields_set:
-        return settings.base_url.rstrip("/")
-    return (_REQUEST_ORIGIN.get() or settings.base_url).rstrip("/")
-
-
-def request_base() -> str | None:
-    """The public base of the request being answered, if any (see :class:`RequestOrigin`)."""
-    return _REQUEST_ORIGIN.get()
-
-
-_STORED_HOST = re.compile(r"^https?://[^/?#]+(?=/(?:c|web)/)")
-_ENV_SETTINGS: list[Settings] = []
-
-
-def env_settings() -> Settings:
-    """Settings from the environment, built once: for code that serves URLs without settings at hand."""
-    if not _ENV_SETTINGS:
-        _ENV_SETTINGS.append(Settings())
-    return _ENV_SETTINGS[0]
-
-
-def absolute(settings: Settings | None, ref: str | None) -> str | None:
-    """A stored host-free reference (``/c/...``) as a URL. A citation URL stored with a host before
-    issue 13 (``http://127.0.0.1:8000/c/...``) is re-based too: a stored host is never trusted. Inside a
-    request the request's public base wins over settings that were not given a base URL."""
-    if not ref:
-        return ref
-    if not ref.startswith("/"):
-        m = _STORED_HOST.match(ref)
-        if m is None:
-            return ref
-        ref = ref[m.end():]
-    if settings is None or "base_url" not in settings.model_fields_set:
-        base = request_base() or (settings or env_settings()).base_url
-        return base.rstrip("/") + ref
-    return public_base(settings) + ref
-
-
-MAX_LIST = 500
-
-
-def citation_path(citation_id: str) -> str:
-    return f"/c/{citation_id}"
-
-
-def quote_ref(citation_id: str, quote: str | None = None, prefix: str | None = None, suffix: str | None = None,
-              pos: int | None = None) -> str:
-    """Host-free reference to a quote (``/c/ABCD-EFGH?q=...&prefix=...&suffix=...&pos=...``), or to the
-    snapshot without ``quote``: the form stored in rows."""
-    if not quote:
-        return citation_path(_canonical_id(citation_id))
-    return _quote_ref(citation_id, quote, prefix or None, suffix or None, None if pos is None else int(pos))
-
-
-@lru_cache(maxsize=4096)
-def _canonical_id(citation_id: str) -> str:
-    return normalize_citation_id(citation_id) or citation_id
-
-
-@lru_cache(maxsize=65536)
-def _quote_ref(citation_id: str, quote: str, prefix: str | None, suffix: str | None, pos: int | None) -> str:
-    # the audit cites the same quote from several flags and from the recipe's answer: built once
-    out = f"{citation_path(_canonical_id(citation_id))}?q={_pct(quote)}"
-    if prefix:
-        out += f"&prefix={_pct(prefix)}"
-    if suffix:
-        out += f"&suffix={_pct(suffix)}"
-    if pos is not None:
-        out += f"&pos={pos}"
-    return out
-
-
-_UNSAFE = re.compile(r"[^A-Za-z0-9_.~-]+")
-
-
-_PCT_RUNS: dict[str, str] = {}
-
-
-def _pct_run(m: re.Match) -> str:
-    run = m.group()
-    out = _PCT_RUNS.get(run)
-    if out is None:
-        out = "".join(f"%{b:02X}" for b in run.encode("utf-8", "surrogatepass"))
-        if len(_PCT_RUNS) < 4096 and len(run) <= 8:   # the short runs (", ", " / ") recur
-            _PCT_RUNS[run] = out
-    return out
-
-
-def _pct(text: str) -> str:
-    """``urllib.parse.quote(text, safe="")``, the same output: only runs of reserved characters are
-    encoded, in one regex pass (the standard function walks every byte in Python)."""
-    return _UNSAFE.sub(_pct_run, text)
-
-
-def selector_ref(citation_id: str, quote: str | None, selector: dict | None) -> str:
-    """Host-free reference pinning one occurrence with a parser's selector (``exact``, ``prefix``,
-    ``suffix``, ``start``); without a selector, the quote alone."""
-    if selector and selector.get("exact") and (not quote or selector["exact"] == quote):
-        start = selector.get("start")
-        return quote_ref(citation_id, selector["exact"], selector.get("prefix") or None,
-                         selector.get("suffix") or None, start if isinstance(start, int) else None)
-    return quote_ref(citation_id, quote)
-
-
-def quote_url(settings: Settings, citation_id: str, quote: str, prefix: str | None = None,
-              suffix: str | None = None, pos: int | None = None) -> str:
-    """Absolute URL citing ``quote`` inside snapshot ``citation_id`` (``/c/ABCD-EFGH?q=...``)."""
-    return public_base(settings) + quote_ref(citation_id, quote, prefix, suffix, pos)
-
-
-def selector_url(settings: Settings, citation_id: str, quote: str | None, selector: dict | None) -> str:
-    """Absolute URL of :func:`selector_ref`."""
-    return public_base(settings) + selector_ref(citation_id, quote, selector)
+from app.replay.links import (  # noqa: F401  (re-exported: citations.<name> is used across the app)
+    RequestOrigin, _sane_host, public_base, request_base, env_settings, absolute, citation_path, quote_ref, _canonical_id, _quote_ref, _pct_run, _pct, selector_ref, quote_url, selector_url, _REQUEST_ORIGIN, _STORED_HOST, _ENV_SETTINGS, MAX_LIST, _UNSAFE, _PCT_RUNS,
+)
+from app.replay import withdrawal
+from app.replay.wayback import captures, raw_url
+from app.storage import tlog
 
 
 def snapshot_json(settings: Settings, snap: Snapshot, stored: StoredResponse | None = None) -> dict:
@@ -201,8 +52,6 @@ def snapshot_json(settings: Settings, snap: Snapshot, stored: StoredResponse | N
 
 
 def _raw_url(settings: Settings, snap: Snapshot) -> str:
-    from app.replay.wayback import raw_url
-
     return raw_url(settings, snap.timestamp, snap.url)
 
 
@@ -214,8 +63,6 @@ def raw_href(settings: Settings, snap: Snapshot) -> str:
 def list_snapshots(session: Session, settings: Settings, url: str | None, *, limit: int = 100) -> dict:
     if not url:
         raise BadRequest("give the archived page's address: /api/snapshots?url=https://example.org/page")
-    from app.replay.wayback import captures
-
     rows = captures(session, url, limit=min(max(limit, 1), MAX_LIST))
     return {"url": url, "count": len(rows), "snapshots": [snapshot_json(settings, s) for s in rows]}
 
@@ -245,8 +92,6 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
     """Everything ``/c/{id}`` shows: the snapshot, fixity as just checked, entries, other captures."""
     snap = lookup(session, citation_id)
     stored = check_fixity(session, settings, snap)
-    from app.replay.wayback import captures
-
     others = [snapshot_json(settings, s) for s in captures(session, snap.url, limit=50) if s.id != snap.id]
     data = snapshot_json(settings, snap, stored)
     data.update({
@@ -407,8 +252,6 @@ def get_canonical(citation_id: str) -> str | None:
 
 
 def snapshot_for_url(session: Session, url: str) -> Snapshot:
-    from app.replay.wayback import captures
-
     rows = captures(session, url, limit=1)
     if not rows:
         raise NotFound(f"{url} has not been archived. Capture it first: caveat capture '{url}'")
@@ -456,8 +299,6 @@ def cite_box(settings: Settings, snap: Snapshot, quote: str | None = None, link:
 def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
     """What a withdrawn (410) or restricted (403) citation still says. A withdrawal keeps the metadata
     and the reason on show; a restriction says only that the capture is kept and not shown."""
-    from app.replay import withdrawal
-
     status = withdrawal.STATUS_OF.get(snap.access, 410)
     when = snap.access_changed_at.isoformat() if snap.access_changed_at else None
     base = public_base(settings)
@@ -481,8 +322,6 @@ def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
 
 def _log(settings: Settings, snap: Snapshot) -> dict | None:
     """The record's inclusion proof in the tamper-evident log (None when it is not logged)."""
-    from app.storage import tlog
-
     proof = tlog.inclusion(settings, snap.record_id)
     if proof is not None:
         base = public_base(settings)

@@ -18,6 +18,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import BadRequest, FixityError, NotFound
 from app.models import Snapshot
+from app.replay.links import public_base
+from app.replay.withdrawal import visible
 from app.storage.snapshots import StoredResponse, load_record
 from archive import memento
 from archive.surt import surt
@@ -117,8 +119,6 @@ def latest(session: Session, url: str) -> str:
 
 def memento_headers(settings: Settings, snap: Snapshot, modifier: str = "") -> dict[str, str]:
     """``Memento-Datetime`` and ``Link`` (original, timegate, timemap, this memento), as pywb sends them."""
-    from app.replay.citations import public_base
-
     urls = memento.Urls(public_base(settings), snap.url)
     return {
         "Memento-Datetime": memento.http_date(snap.timestamp),
@@ -222,8 +222,6 @@ def replay_base(settings: Settings) -> str:
     """Where archived bytes are served from: ``CAVEAT_REPLAY_ORIGIN`` when set, else the app's origin."""
     if settings.replay_origin:
         return settings.replay_origin.rstrip("/")
-    from app.replay.citations import public_base
-
     return public_base(settings)
 
 
@@ -280,9 +278,6 @@ async def _refuse(send, status: int, message: str) -> None:
 def capture_list(session: Session, settings: Settings, url: str) -> dict:
     """Every capture of ``url`` (SURT match), newest first, grouped by UTC day: what ``/web/*/{url}``
     shows and its JSON twin returns. Withdrawn and restricted captures are left out."""
-    from app.replay.citations import public_base
-    from app.replay.withdrawal import visible
-
     rows = [s for s in captures(session, url) if visible(s)]
     if not rows:
         raise NotFound(f"{url} has not been archived (or every capture of it was withdrawn). "

@@ -21,9 +21,14 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from app.db import Database
+from app.storage.indexing import MetadataHandler, register_metadata_handler
 from app.errors import BadRequest, Conflict
 from app.models import AccessEvent, Snapshot
 from app.storage.snapshots import find_by_citation
+from app.storage.tlog import append_written
+from app.storage.warcfiles import WarcStore
+from archive.timestamps import ts17
+from archive.warcwriter import build_record
 
 PUBLIC = "public"
 STATE_OF = {"withdraw": "withdrawn", "restrict": "restricted", "reinstate": PUBLIC}
@@ -52,13 +57,12 @@ def _block(snap: Snapshot, action: str, reason: str, actor: str, at: datetime) -
                        "reason": reason, "actor": actor, "at": at.isoformat()}, sort_keys=True).encode("utf-8")
 
 
-def change_access(db: Database, citation_id: str, action: str, reason: str, *, actor: str,
-                  user_id: int | None = None) -> dict:
+def record_access_change(db: Database, citation_id: str, action: str, reason: str, *, actor: str,
+                         user_id: int | None = None) -> tuple[dict, int]:
     """Withdraw, restrict or reinstate the capture ``citation_id``: write the WARC metadata record
-    (fsynced), then update the snapshot and add the ``access_events`` row in one commit."""
-    from app.storage.warcfiles import WarcStore
-    from archive.timestamps import ts17
-    from archive.warcwriter import build_record
+    (fsynced), then update the snapshot and add the ``access_events`` row in one commit. Returns the
+    event and the snapshot's id; the audit (``app.audit.access.change_access``) then re-audits what was
+    read from it."""
 
     if action not in STATE_OF:
         raise BadRequest(f"unknown action {action!r}: use withdraw, restrict or reinstate")
@@ -96,27 +100,11 @@ def change_access(db: Database, citation_id: str, action: str, reason: str, *, a
                 writer.truncate(start)
                 writer.sync()
                 raise
-            from app.storage.tlog import append_written
 
             append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
             out = event_json(event, snap)
             snap_id = snap.id
-    _reaudit(db, snap_id)
-    return out
-
-
-def _reaudit(db: Database, snapshot_id: int) -> None:
-    """The recipes whose entries were read from this capture: their quotable answers and working numbers
-    leave out (or take back) its evidence."""
-    from app.models import Entry, EntryVersion
-    from app.audit.engine import audit_recipes
-
-    with db.Session() as s:
-        rids = set(s.scalars(select(Entry.recipe_id).join(EntryVersion, EntryVersion.id == Entry.current_version_id)
-                             .where(EntryVersion.snapshot_id == snapshot_id, Entry.recipe_id.isnot(None))))
-        if rids:
-            audit_recipes(s, db.settings, rids)
-            s.commit()
+    return out, snap_id
 
 
 def _apply(s: Session, snap: Snapshot, action: str, reason: str, actor: str, at: datetime, *,
@@ -195,3 +183,11 @@ def apply_access_records(db: Database, records: list[tuple[str, dict]]) -> int:
             n += 1
         s.commit()
     return n
+
+
+def _restore_access(db: Database, path, items) -> int:
+    return apply_access_records(db, [(rid, parsed) for _o, _l, rid, _b, parsed in items])
+
+
+# A withdrawal, restriction or reinstatement found in a WARC file by the indexer (reindex, import, catch-up).
+register_metadata_handler(MetadataHandler("access", parse_access_record, _restore_access, order=10))

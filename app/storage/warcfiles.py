@@ -28,6 +28,7 @@ from app import __version__
 from app.config import Settings
 from app.db import Database
 from app.models import Snapshot
+from app.storage.indexing import Reindexer
 from archive.cdxj import CdxjRow, merge_index, write_index
 from archive.indexer import Walk, walk
 from archive.recovery import keep_aside, truncate_tail
@@ -236,8 +237,6 @@ class WarcStore:
         return out
 
     def reindexer(self):
-        from app.capture.reindex import Reindexer
-
         if self._reindexer is None:
             self._reindexer = Reindexer(self.db, progress=self.progress)
         return self._reindexer

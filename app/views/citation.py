@@ -11,11 +11,12 @@ from starlette.concurrency import run_in_threadpool
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.replay import citations
 from app.replay import withdrawal
+from app.audit import access
 
 router = APIRouter()
 
@@ -100,5 +101,5 @@ async def change_access(typed: str, request: Request, user: User = Depends(auth.
     action = str(form.get("action") or "")
     reason = str(form.get("reason") or "")
     db = request.app.state.db
-    await run_in_threadpool(withdrawal.change_access, db, cid, action, reason, actor=user.username, user_id=user.id)
+    await run_in_threadpool(access.change_access, db, cid, action, reason, actor=user.username, user_id=user.id)
     return RedirectResponse(f"/c/{cid}", status_code=303)

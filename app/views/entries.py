@@ -8,7 +8,7 @@ from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
 from app.errors import BadRequest, NotFound
-from app.main import get_session
+from app.deps import get_session
 from app.models import Flag, User
 from app.accounts import auth
 from app.audit.decisions import decide

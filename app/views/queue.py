@@ -5,7 +5,7 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Query, Request
 from sqlalchemy.orm import Session
 
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.audit.queue import QueueFilters, filter_link, review_queue

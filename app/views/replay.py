@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse, RedirectResponse, Response
 from sqlalchemy.orm import Session
 
 from app.errors import BadRequest, NotFound
-from app.main import get_session
+from app.deps import get_session
 from app.replay import citations
 from app.replay import wayback as replay
 from app.replay import withdrawal

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Depends, Request
 from sqlalchemy.orm import Session
 from starlette.concurrency import run_in_threadpool
 
-from app.main import get_session
+from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.pages.view_models import sources_page
@@ -38,7 +38,7 @@ async def crawl_now(request: Request, session: Session = Depends(get_session),
     auth.check_csrf(request, form.get("csrf_token"))
     src = get_source(session, str(form.get("name") or ""))
     session.commit()  # release the request's read transaction before the crawl row is written (SQLite)
-    from app.watch.jobs import enqueue
+    from app.watch.worker import enqueue
 
     # queued, answered at once (issue 17): the job queue runs it; the page shows its progress
     _, new = await run_in_threadpool(enqueue, request.app.state.db, src, "manual")

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.orm import Session
 
 from app.errors import NotFound
-from app.main import get_session
+from app.deps import get_session
 from app.replay import citations
 from app.storage import tlog
 

@@ -19,8 +19,10 @@ from sqlalchemy import and_, func, or_, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.audit.engine import cite
 from app.db import Database, chunked
 from app.errors import BadRequest
+from app.replay.citations import absolute, citation_path
 from app.models import (ChangeEvent, CitedMark, Entry, EntryVersion, Flag, Recipe, Snapshot, Source, utcnow)
 
 FIGURES = ("headline_tps", "steady_low", "steady_high", "acceptance_rate", "draft_tokens", "concurrency",
@@ -290,8 +292,6 @@ class QuotableMarks:
 
 # -- reading ---------------------------------------------------------------------------------------
 def _cite(settings, snaps: dict, snapshot_id: int | None, values: dict | None, changes: dict | None):
-    from app.audit.engine import cite
-    from app.replay.citations import absolute, citation_path
 
     cid = snaps.get(snapshot_id)
     if cid is None:

@@ -20,18 +20,18 @@ import httpx
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.capture.http import limits_for
 from app.db import Database
 from app.errors import BadRequest, NotFound
 from app.models import ChangeEvent, Hook, HookDelivery, utcnow
+from app.watch.changes import events_json
+from app.watch.jobs import TASK_DELIVER, DeliveryFailed, queue_for, register_handler
+from archive.fetcher import Fetcher
 from archive.surt import InvalidURL
 from archive.urls import check_url
 
 MIN_SECRET = 16
 MAX_LOG = 20
-
-
-class DeliveryFailed(Exception):
-    """One attempt did not reach the receiver; the queue retries it."""
 
 
 def add_hook(session: Session, url: str, secret: str, *, cited_only: bool = False) -> Hook:
@@ -100,8 +100,6 @@ def queue_deliveries(db: Database, event_ids: list[int], queue=None) -> list[int
                 made.append(d.id)
         s.commit()
     if queue is None:
-        from app.watch.jobs import queue_for
-
         queue = queue_for(db)
     for did in made:
         queue.defer_delivery(did)
@@ -109,17 +107,12 @@ def queue_deliveries(db: Database, event_ids: list[int], queue=None) -> list[int
 
 
 def _transport(db: Database) -> httpx.HTTPTransport:
-    from app.capture.http import limits_for
-    from archive.fetcher import Fetcher
-
     return Fetcher(limits_for(db.settings)).transport
 
 
 def deliver(db: Database, delivery_id: int, *, final: bool = False) -> str:
     """One attempt. Returns the delivery's status; raises DeliveryFailed to have the queue retry it
     (``final``: the last attempt, logged as failed instead)."""
-    from app.watch.changes import events_json
-
     settings = db.settings
     with db.Session() as s:
         d = s.get(HookDelivery, delivery_id)
@@ -176,3 +169,6 @@ def _plain(obj):
         return str(v)
 
     return json.loads(json.dumps(obj, default=default))
+
+
+register_handler(TASK_DELIVER, deliver)  # the queue runs a delivery job through this module

@@ -20,19 +20,15 @@ Procrastinate's schema is applied by migration ``20261201_0010w`` with procrasti
 from __future__ import annotations
 
 import asyncio
-import fcntl
 import logging
-import os
-import re
-import socket
 import threading
+from typing import Callable
 from datetime import timedelta
 
-from sqlalchemy import inspect as sa_inspect, select
+from sqlalchemy import inspect as sa_inspect
 from sqlalchemy.engine import make_url
 
 from app.db import Database
-from app.models import HookDelivery
 
 log = logging.getLogger("caveat.watch")
 TASK_CRAWL = "caveat.crawl"
@@ -68,6 +64,26 @@ def ensure_schema(db: Database) -> bool:
     return True
 
 
+class DeliveryFailed(Exception):
+    """A webhook attempt that failed and should be retried by the queue (raised by ``hooks.deliver``)."""
+
+
+# What each job runs is registered by the module that owns it (``app.watch.schedule`` the crawl,
+# ``app.watch.hooks`` the delivery): the queue knows the jobs by name only and never imports them.
+HANDLERS: dict[str, Callable] = {}
+
+
+def register_handler(task: str, fn: Callable) -> None:
+    HANDLERS[task] = fn
+
+
+def _handler(task: str) -> Callable:
+    try:
+        return HANDLERS[task]
+    except KeyError:
+        raise RuntimeError(f"no handler registered for job {task}: import app.watch.worker first") from None
+
+
 def crawl_lock(source_id: int) -> str:
     return f"source:{source_id}"
 
@@ -79,8 +95,6 @@ def _strategies(settings):
         """CAVEAT_HOOK_RETRY_WAIT seconds, doubled per attempt, CAVEAT_HOOK_ATTEMPTS attempts in all."""
 
         def get_retry_decision(self, *, exception, job):
-            from app.watch.hooks import DeliveryFailed
-
             attempts = job.attempts
             if not isinstance(exception, DeliveryFailed) or attempts + 1 >= settings.hook_attempts:
                 return None
@@ -98,15 +112,11 @@ def build_app(db: Database, connector):
 
     @app.task(name=TASK_CRAWL, pass_context=True, retry=crawl_retry)
     def crawl_job(context, crawl_id: int, source_id: int) -> None:
-        from app.watch.schedule import run_crawl
-
-        run_crawl(db, crawl_id, source_id, trigger="schedule", queue=queue_for(db))
+        _handler(TASK_CRAWL)(db, crawl_id, source_id)
 
     @app.task(name=TASK_DELIVER, pass_context=True, retry=hook_retry)
     def deliver_job(context, delivery_id: int) -> None:
-        from app.watch.hooks import deliver
-
-        deliver(db, delivery_id)
+        _handler(TASK_DELIVER)(db, delivery_id)
 
     return app
 
@@ -210,179 +220,3 @@ def queue_for(db: Database):
         return q
 
 
-def enqueue(db: Database, source, trigger: str = "manual") -> tuple[int, bool]:
-    """Crawl now: a queued crawl row for ``source`` and its job, returned at once (an already queued or
-    running crawl of it is returned instead, with False)."""
-    from app.watch.schedule import queue_crawl
-
-    with db.Session() as s:
-        crawl, new = queue_crawl(s, s.merge(source), trigger)
-        s.commit()
-        cid = crawl.id
-    if new:
-        queue_for(db).defer_crawl(cid, source.id)
-    return cid, new
-
-
-def housekeeping(db: Database, queue=None, *, now=None) -> dict:
-    """One round: queue the due sources, re-defer pending deliveries nobody has (in-process queue)."""
-    from app.watch.schedule import claim_due
-
-    from app.watch.schedule import orphans
-
-    queue = queue or queue_for(db)
-    claimed = claim_due(db, now=now, each=lambda sid, cid: queue.defer_crawl(cid, sid))
-    stale = orphans(db, older_than=ORPHAN_AFTER)
-    for sid, cid in stale:
-        queue.defer_crawl(cid, sid)
-    return {"queued": len(claimed), "requeued": len(stale)}
-
-
-def redefer_orphans(db: Database, queue) -> int:
-    """At the in-process queue's start: the queued crawls and pending deliveries its memory forgot."""
-    from app.watch.schedule import orphans
-
-    n = 0
-    for sid, cid in orphans(db):
-        queue.defer_crawl(cid, sid)
-        n += 1
-    with db.Session() as s:
-        pending = list(s.scalars(select(HookDelivery.id).where(HookDelivery.status == "pending")))
-    for did in pending:
-        queue.defer_delivery(did)
-        n += 1
-    return n
-
-
-class Scheduler:
-    """``caveat serve`` on SQLite: due sources fire in-process every ``CAVEAT_WORKER_POLL`` seconds."""
-
-    def __init__(self, db: Database):
-        self.db = db
-        self.stop = threading.Event()
-        self.queue = queue_for(db)
-        redefer_orphans(db, self.queue)
-        self.thread = threading.Thread(target=self._run, name="caveat-schedule", daemon=True)
-        self.thread.start()
-
-    def _run(self) -> None:
-        while not self.stop.is_set():
-            try:
-                housekeeping(self.db, self.queue)
-            except Exception:  # noqa: BLE001 - logged; the next round tries again
-                log.exception("scheduling round failed")
-            self.stop.wait(self.db.settings.worker_poll)
-
-
-# -- caveat worker (PostgreSQL) ----------------------------------------------------------------------
-def _slug(text: str) -> str:
-    s = re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
-    return (s or "host")[:40]
-
-
-def take_series(settings) -> tuple[str, object]:
-    """A WARC series name free on this machine, ``w_<host>_<n>``, held (a lock file) while the worker runs;
-    a restarted worker takes the same lowest free number, so it repairs its own series first."""
-    settings.warc_dir.mkdir(parents=True, exist_ok=True)
-    host = _slug(socket.gethostname())
-    for n in range(1, 1000):
-        f = open(settings.warc_dir / f".worker-{host}-{n}.slot", "a+")
-        try:
-            fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            f.close()
-            continue
-        return f"w_{host}_{n}", f
-    raise RuntimeError("no free worker slot (999 workers on this machine?)")
-
-
-def _idle(db: Database) -> bool:
-    """Nothing left: no job waiting or running, no source due."""
-    from app.models import Source, utcnow
-
-    with db.engine.connect() as conn:
-        busy = conn.exec_driver_sql("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')").scalar()
-    if busy:
-        return False
-    with db.Session() as s:
-        due = s.scalar(select(Source.id).where(Source.removed_at.is_(None), Source.every_seconds.is_not(None),
-                                               Source.next_crawl_at <= utcnow()).limit(1))
-    return due is None
-
-
-async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, stop: asyncio.Event, say,
-                       on_idle=None) -> None:
-    from app.crawl.workflow import end_dead_crawls
-
-    idle_rounds = 0
-    while not stop.is_set():
-        try:
-            stalled = await app.job_manager.get_stalled_jobs(seconds_since_heartbeat=stalled_after)
-            for job in stalled:
-                say(f"job {job.id} ({job.task_name}) lost its worker; it runs again")
-                await app.job_manager.retry_job(job)
-            if stalled:
-                await asyncio.to_thread(end_dead_crawls, db)
-            from app.storage.warcfiles import check_cdxj
-
-            await asyncio.to_thread(check_cdxj, db)
-            done = await asyncio.to_thread(housekeeping, db, queue)
-            if done["queued"]:
-                say(f"queued {done['queued']} due source(s)")
-            if on_idle is not None:
-                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db) else 0
-                if idle_rounds >= 2:
-                    on_idle()
-                    return
-        except Exception:  # noqa: BLE001
-            log.exception("housekeeping round failed")
-        try:
-            await asyncio.wait_for(stop.wait(), timeout=db.settings.worker_poll)
-        except asyncio.TimeoutError:
-            pass
-
-
-def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STALLED_AFTER,
-               heartbeat: float = HEARTBEAT, say=print, once: bool = False) -> None:
-    """Run jobs until SIGINT/SIGTERM (``once``: until the queue is empty)."""
-    from procrastinate import PsycopgConnector
-
-    if not is_postgres(db):
-        from app.errors import BadRequest
-
-        raise BadRequest("`caveat worker` needs PostgreSQL (CAVEAT_DATABASE_URL=postgresql+psycopg2://...): "
-                         "on the embedded SQLite default, `caveat serve` runs due crawls itself")
-    if ensure_schema(db):
-        say("applied procrastinate's schema (its tables were missing)")
-    settings = db.settings
-    heartbeat = min(heartbeat, max(0.5, stalled_after / 3))  # a live worker is never taken for a stalled one
-    series, slot = take_series(settings) if not settings.warc_series else (settings.warc_series, None)
-    settings.warc_series = series
-    queue = queue_for(db)
-    app = build_app(db, PsycopgConnector(conninfo=conninfo(db.url), min_size=1, max_size=max(2, concurrency + 2)))
-    say(f"worker {series} (pid {os.getpid()}): {concurrency} job(s) at a time; WARC series {series}")
-
-    async def main():
-        async with app.open_async():
-            stop = asyncio.Event()
-            work = asyncio.create_task(app.run_worker_async(
-                concurrency=concurrency, name=series, update_heartbeat_interval=heartbeat,
-                stalled_worker_timeout=stalled_after, fetch_job_polling_interval=min(2.0, settings.worker_poll),
-                delete_jobs="successful", install_signal_handlers=True))
-            # --once: leave when nothing is waiting, running or due for two rounds in a row
-            keeper = asyncio.create_task(_housekeeper(app, db, queue, stalled_after, stop, say,
-                                                      on_idle=work.cancel if once else None))
-            try:
-                await work
-            except asyncio.CancelledError:
-                if not once:
-                    raise
-            finally:
-                stop.set()
-                await keeper
-
-    try:
-        asyncio.run(main())
-    finally:
-        if slot is not None:
-            slot.close()

@@ -28,14 +28,20 @@ from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
+from app.claims.sources import UNITS, _aware, format_every, schedule_json  # noqa: F401  (schedule_json re-exported)
+from app.config import Settings
+from app.crawl.workflow import (LEASE, Progress, SourceReport, _alive_here, _noop, crawl_one, end_dead_crawls, owner_tag,
+                                select_sources)
 from app.db import Database
 from app.errors import BadRequest
 from app.models import Crawl, HostSlot, Snapshot, Source, utcnow
+from app.storage.snapshots import load_record
+from app.watch import changes, hooks
+from app.watch.jobs import TASK_CRAWL, queue_for, register_handler
 
 log = logging.getLogger("caveat.watch")
 MIN_EVERY = 60
 MAX_EVERY = 366 * 86400
-UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _EVERY = re.compile(r"(\d+)\s*([smhdw])")
 HOST_WAIT_MAX = 30.0  # seconds a crawl waits for its host's turn; longer, it is postponed instead
 QUEUED = ("queued", "running")
@@ -63,23 +69,6 @@ def parse_every(text: str | None) -> int | None:
     return total
 
 
-def format_every(seconds: int | None) -> str | None:
-    if not seconds:
-        return None
-    out, rest = [], seconds
-    for unit in ("w", "d", "h", "m", "s"):
-        n, rest = divmod(rest, UNITS[unit])
-        if n:
-            out.append(f"{n}{unit}")
-    return "".join(out)
-
-
-def _aware(when: datetime | None) -> datetime | None:
-    if when is not None and when.tzinfo is None:
-        return when.replace(tzinfo=timezone.utc)
-    return when
-
-
 def jittered(every: int, jitter: float, rng: random.Random | None = None) -> timedelta:
     j = max(0.0, min(jitter, 0.5))
     factor = 1.0 + (rng or random).uniform(-j, j) if j else 1.0
@@ -97,12 +86,6 @@ def set_schedule(session: Session, source: Source, every: int | None, *, now: da
         source.next_crawl_at = now if last is None else max(now, last + timedelta(seconds=every))
     session.flush()
     return source
-
-
-def schedule_json(src: Source) -> dict:
-    return {"every": format_every(src.every_seconds), "every_seconds": src.every_seconds,
-            "next_crawl_at": _aware(src.next_crawl_at).isoformat() if src.next_crawl_at else None,
-            "failures": src.failures or 0, "vanished": src.vanished_at is not None}
 
 
 # -- queued crawls ---------------------------------------------------------------------------------
@@ -242,8 +225,6 @@ def _validators(session: Session, src: Source) -> list[tuple[str, str]] | None:
 def _response_headers(db: Database, citation_id: str | None) -> tuple[Snapshot | None, dict]:
     if not citation_id:
         return None, {}
-    from app.storage.snapshots import load_record
-
     with db.Session() as s:
         snap = s.scalar(select(Snapshot).where(Snapshot.citation_id == citation_id))
         if snap is None:
@@ -261,9 +242,6 @@ def run_crawl(db: Database, crawl_id: int | None, source_id: int, *, trigger: st
     """Run one crawl of ``source_id``: the queued row ``crawl_id`` (a new row when it is None, or when that
     row was interrupted and this is its retry). Returns the crawl's ``SourceReport``, or None when there was
     nothing to do (already done, source removed, another process runs it)."""
-    from app.watch import changes
-    from app.crawl.workflow import LEASE, _alive_here, crawl_one, end_dead_crawls, owner_tag
-
     now_fn = now or utcnow
     settings = db.settings
     end_dead_crawls(db)
@@ -324,8 +302,6 @@ def run_crawl(db: Database, crawl_id: int | None, source_id: int, *, trigger: st
     after_crawl(db, source_id, report, now=now_fn())
     events = changes.record_changes(db, source_id, crawl_id, before, report)
     if events:
-        from app.watch import hooks
-
         hooks.queue_deliveries(db, events, queue)
     return report
 
@@ -361,3 +337,28 @@ def after_crawl(db: Database, source_id: int, report, *, now: datetime) -> None:
         s.commit()
     if host_wait is not None:
         hold_host(db, host_of(report.url), now + timedelta(seconds=min(host_wait, db.settings.retry_after_max)))
+
+
+# -- crawls asked for now (`caveat crawl`) -----------------------------------------------------------
+def crawl(db: Database, settings: Settings, names: list[str] | None = None,
+          progress: Progress = _noop) -> list[SourceReport]:
+    """Crawl the sources now, one after another, through the same run as a queued crawl
+    (``schedule.run_crawl``: conditional requests, change events, the next scheduled time), without
+    waiting for the host's turn: the user asked for it now."""
+    return [crawl_now(db, settings, src, progress) for src in select_sources(db, names)]
+
+
+def crawl_now(db: Database, settings: Settings, src: Source, progress: Progress = _noop) -> SourceReport:
+    """One source crawled now in this process (see :func:`crawl`)."""
+    report = run_crawl(db, None, src.id, trigger="cli", progress=progress, polite=False)
+    if report is None:  # another process is crawling it right now
+        report = SourceReport(src.name, src.url, kind=src.kind, status="failed",
+                              error="another process is crawling this source right now; try again when it ends")
+    return report
+
+
+def _crawl_job(db: Database, crawl_id: int, source_id: int) -> None:
+    run_crawl(db, crawl_id, source_id, trigger="schedule", queue=queue_for(db))
+
+
+register_handler(TASK_CRAWL, _crawl_job)  # the queue runs a crawl job through this module

@@ -1,4 +1,4 @@
-"""Rebuild the archive index from the WARC files alone: ``Reindexer`` and ``reindex_all``.
+"""Index WARC records: ``Reindexer`` adds the index rows of whole records that have none.
 
 The WARC files are the archive; the ``snapshots`` table is an index of them that can always be made
 again. A :class:`Reindexer` walks files (``archive.indexer.walk``) and adds a ``snapshots`` row for
@@ -19,12 +19,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from sqlalchemy import insert, select, update
+from sqlalchemy import func, insert, select, update
 
 from app.db import Database, chunked
 from app.models import Snapshot, Source
-from app.measure.evidence import is_measurement_record, restore as restore_measurements
-from app.replay.withdrawal import apply_access_records, parse_access_record
 from archive.citeid import citation_id_for_record
 from archive.importer import warc_date_to_ts
 from archive.indexer import _sha256_hex, Found, Walk, walk
@@ -43,6 +41,28 @@ def source_metadata(name: str, url: str, kind: str | None) -> bytes:
     if kind:
         lines.append(("caveat-source-kind", kind))
     return "".join(f"{k}: {str(v).replace(chr(13), ' ').replace(chr(10), ' ')}\r\n" for k, v in lines).encode()
+
+
+@dataclass(frozen=True)
+class MetadataHandler:
+    """Restores what one kind of Caveat ``metadata`` record stands for (an access change, a measurement,
+    a reviewer's decision...). ``parse(content_type, block)`` returns the parsed record or None when it is
+    not of this kind; ``apply(db, path, items)`` gets this file's records of the kind, in file order, as
+    ``(offset, length, record_id, block, parsed)``, after their file is indexed. Lower ``order`` runs first."""
+
+    name: str
+    parse: Callable[[str | None, bytes], object | None]
+    apply: Callable[[Database, Path, list[tuple[int, int, str, bytes, object]]], int]
+    order: int = 50
+
+
+# The domains that write metadata records register their handler when imported (an in-process event:
+# storage never imports them). `caveat reindex` and `caveat import-warc` import every one of them.
+METADATA_HANDLERS: dict[str, MetadataHandler] = {}
+
+
+def register_metadata_handler(handler: MetadataHandler) -> None:
+    METADATA_HANDLERS[handler.name] = handler
 
 
 _BROWSER_KINDS = ("urn:dom:", "urn:fullPage:", "urn:pageinfo:")
@@ -127,8 +147,8 @@ class Reindexer:
         pending: list[dict] = []
         requests: dict[str, tuple[int, int]] = {}  # response record id -> request (offset, length)
         links: dict[str, str] = {}  # response record id -> source name
-        access: list[tuple[str, dict]] = []  # access changes, in file order
-        measured: list[tuple[int, int, str, bytes]] = []  # `caveat measure` evidence records (issue 15)
+        handlers = sorted(METADATA_HANDLERS.values(), key=lambda h: h.order)
+        special: dict[str, list] = {h.name: [] for h in handlers}  # metadata records per handler, in file order
         for found in walk(path, start, max_record_bytes=self.max_record_bytes, report=rep):
             if found.problem:
                 result.problems.append(f"offset {found.offset:,}: {found.problem}")
@@ -153,18 +173,18 @@ class Reindexer:
                 to = found.header("WARC-Concurrent-To")
                 if meta and to:
                     links[to] = self._source(meta)
-                change = parse_access_record(found.header("Content-Type"), found.block)
-                if change is not None:  # a withdrawal, restriction or reinstatement (issue 13)
-                    access.append((found.header("WARC-Record-ID") or "", change))
-                if is_measurement_record(found.header("Content-Type"), found.block):
-                    measured.append((found.offset, found.length, found.header("WARC-Record-ID") or "", found.block))
+                for h in handlers:
+                    parsed = h.parse(found.header("Content-Type"), found.block)
+                    if parsed is not None:
+                        special[h.name].append((found.offset, found.length, found.header("WARC-Record-ID") or "",
+                                                found.block, parsed))
             if len(pending) >= BATCH:
                 self._commit(pending, requests, links, result)
                 pending = []
         self._commit(pending, requests, links, result)
-        apply_access_records(self.db, access)
-        if measured:
-            restore_measurements(self.db, path, measured)
+        for h in handlers:
+            if special[h.name]:
+                h.apply(self.db, path, special[h.name])
         if rep.tail:
             result.problems.append(f"{rep.tail} tail of {rep.tail_bytes:,} bytes at {rep.tail_detail}")
         return result
@@ -326,51 +346,9 @@ def warc_files(warc_dir: Path) -> list[Path]:
     return sorted(files, key=lambda p: (not p.name.startswith("caveat-"), p.name))
 
 
-def reindex_all(db: Database, *, progress: Callable[[str], None] | None = None,
-                reparse: bool = True) -> ReindexReport:
-    """Index every whole record of every WARC file in the data folder that has no row yet (Caveat's own
-    files and files other tools wrote that were dropped in), cut a torn tail off the newest of our
-    files (kept in a ``.torn`` file), link revisits, rebuild the CDXJ, and, with ``reparse``,
-    re-derive entries, flags and quotable answers by reparsing every source's snapshots."""
-    from app.storage.warcfiles import PATTERN, WarcStore, rebuild_cdxj
-
-    say = progress or (lambda message: None)
-    report = ReindexReport()
-    with WarcStore(db, notice=say, writable=False) as store:
-        rx = Reindexer(db, progress=say)
-        files = warc_files(db.settings.warc_dir)
-        say(f"reindexing {len(files)} WARC file(s) in {db.settings.warc_dir}")
-        for path in files:
-            result = rx.index_file(path, 0)
-            report.files.append(result)
-            store._walks[path.name] = result.walk
-            say(f"{path.name}: {result.indexed:,} indexed, {result.already:,} already indexed"
-                + (f", {len(result.problems)} problem(s)" if result.problems else ""))
-        ours = sorted(db.settings.warc_dir.glob(PATTERN))
-        if ours:
-            store.repair(ours[-1])
-        rx.link_revisits()
-        lines = rebuild_cdxj(db)
-        say(f"CDXJ index rewritten: {lines:,} line(s)")
-        report.sources = rx.created_sources
-    if reparse:
-        from app.crawl.workflow import reparse_one
-        from app.claims.sources import list_sources
-
-        with db.Session() as s:
-            sources = list_sources(s)
-        for src in sources:
-            r = reparse_one(db, db.settings, src)
-            say(f"reparsed {src.name}: {r.status}, {r.summary.new} new, {r.summary.changed} changed, "
-                f"{r.summary.unchanged} unchanged from {r.snapshots} snapshot(s)")
-    return report
-
-
 def unindexed_files(db: Database) -> list[Path]:
     """WARC files in the data folder holding whole response or revisit records the index has no row for
     after its last indexed byte (reads only those tails)."""
-    from sqlalchemy import func
-
     with db.Session() as s:
         ends = dict(s.execute(select(Snapshot.warc_file, func.max(Snapshot.offset + Snapshot.length))
                               .group_by(Snapshot.warc_file)).all())

@@ -1,0 +1,113 @@
+"""API tokens: ``cvt_`` + 43 random characters, shown once; only their sha256 (hex) is stored. Each has
+scopes (``read``, ``decide``, ``measure``, ``admin``) and an expiry; programs send ``Authorization: Bearer``."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+from datetime import timedelta, timezone
+
+from fastapi import Request
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.accounts.users import _existing_user
+from app.errors import BadRequest, Conflict, Forbidden, NotFound
+from app.models import ApiToken, User, utcnow
+
+TOKEN_PREFIX = "cvt_"
+
+
+# -- API tokens ------------------------------------------------------------------------------------
+def _token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+SCOPES = ("read", "decide", "measure", "admin")
+DEFAULT_SCOPES = ("read", "decide", "measure")
+DEFAULT_TOKEN_DAYS = 90
+MAX_TOKEN_DAYS = 366
+
+
+def parse_scopes(scopes) -> tuple[str, ...]:
+    items = [x.strip().lower() for x in (scopes.split(",") if isinstance(scopes, str) else (scopes or [])) if x.strip()]
+    bad = [x for x in items if x not in SCOPES]
+    if bad:
+        raise BadRequest(f"Unknown scope(s) {', '.join(bad)}: use {', '.join(SCOPES)} (comma-separated).")
+    return tuple(x for x in SCOPES if x in items) or DEFAULT_SCOPES
+
+
+def create_token(session: Session, username: str, name: str, scopes=None, days: int | None = None) -> str:
+    """A new API token for ``username`` with these scopes, expiring in ``days`` (default 90, at most 366);
+    the plaintext is returned once and never stored."""
+    user = _existing_user(session, username)
+    if not (name or "").strip():
+        raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
+    for other in session.scalars(select(ApiToken).where(ApiToken.user_id == user.id,
+                                                          ApiToken.name == name.strip()[:100])):
+        if token_state(other) == "live":
+            raise Conflict(f"{username} already has a live token named {name.strip()!r}; pick another name, or "
+                           f"revoke it first: `caveat token revoke {username} --name {name.strip()}`.")
+    days = DEFAULT_TOKEN_DAYS if days is None else int(days)
+    if not 1 <= days <= MAX_TOKEN_DAYS:
+        raise BadRequest(f"A token lives 1 to {MAX_TOKEN_DAYS} days; {days} was asked for.")
+    plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    session.add(ApiToken(user_id=user.id, name=name.strip()[:100], token_hash=_token_hash(plaintext),
+                         scopes=",".join(parse_scopes(scopes)), expires_at=utcnow() + timedelta(days=days)))
+    session.flush()
+    return plaintext
+
+
+def list_tokens(session: Session, username: str | None = None) -> list[tuple[ApiToken, str]]:
+    q = select(ApiToken, User.username).join(User, User.id == ApiToken.user_id).order_by(User.username, ApiToken.id)
+    if username:
+        q = q.where(User.username == _existing_user(session, username).username)
+    return [(t, u) for t, u in session.execute(q)]
+
+
+def token_state(t: ApiToken) -> str:
+    if t.revoked_at is not None:
+        return "revoked"
+    exp = t.expires_at
+    if exp is not None and (exp if exp.tzinfo else exp.replace(tzinfo=timezone.utc)) <= utcnow():
+        return "expired"
+    return "live"
+
+
+def require_scope(request: Request, scope: str) -> None:
+    """A bearer token must carry ``scope`` (a signed-in reviewer's session may read, decide and measure)."""
+    method = getattr(request.state, "auth_method", None)
+    granted = getattr(request.state, "token_scopes", ()) if method == "token" else DEFAULT_SCOPES
+    if scope not in granted:
+        raise Forbidden(f"This needs the {scope!r} scope; the token has {', '.join(granted) or 'none'}. Create one "
+                        f"with `caveat token create USER --name NAME --scope {scope}`.")
+
+
+def revoke_token(session: Session, username: str, name: str) -> int:
+    user = _existing_user(session, username)
+    tokens = session.scalars(select(ApiToken).where(
+        ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))).all()
+    if not tokens:
+        raise NotFound(f"User {username!r} has no live token named {name!r}.")
+    for t in tokens:
+        t.revoked_at = utcnow()
+    session.flush()
+    return len(tokens)
+
+
+def user_for_token(session: Session, token: str) -> User | None:
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == _token_hash(token)))
+    if row is None or token_state(row) != "live":
+        return None
+    user = session.get(User, row.user_id)
+    if user is None or not user.is_active:
+        return None
+    now = utcnow()
+    last = row.last_used_at
+    if last is not None and last.tzinfo is None:
+        last = last.replace(tzinfo=timezone.utc)
+    if last is None or now - last > timedelta(minutes=1):
+        row.last_used_at = now
+    return user
