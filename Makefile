@@ -7,7 +7,7 @@ VENV ?= .venv
 REF_VENV ?= .venv-ref
 ENGINE_VENV ?= .venv-engine
 
-.PHONY: demo test install referees engine system-packages vendor-check vendor-swagger-ui warcprox bench-browser
+.PHONY: demo test lint install referees engine system-packages vendor-check vendor-swagger-ui warcprox bench-browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,7 +54,7 @@ system-packages:
 	if [ -n "$$missing" ]; then \
 	  SUDO=$$(command -v sudo >/dev/null && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  echo "installing Debian packages:$$missing"; \
-	  $$SUDO apt-get update -q && $$SUDO apt-get install -y -q $$missing; fi
+	  $$SUDO apt-get -o DPkg::Lock::Timeout=300 update -q && $$SUDO apt-get -o DPkg::Lock::Timeout=300 install -y -q $$missing; fi
 
 # warcprox (a WARC-writing proxy) is bench/browser.py's peer only, in its own venv; `make test` does not need it.
 WARCPROX_VENV ?= .venv-warcprox
@@ -72,7 +72,13 @@ bench-browser: install referees warcprox
 demo: install
 	$(VENV)/bin/caveat demo
 
-test: install referees engine system-packages vendor-check
+# The layer contract (.importlinter) and the no-imports-inside-functions rule run first: a wrong import fails
+# the build before any test runs (docs/ARCHITECTURE.md).
+lint: install
+	$(VENV)/bin/lint-imports --no-cache
+	$(VENV)/bin/ruff check --select PLC0415 app
+
+test: install referees engine system-packages vendor-check lint
 	CAVEAT_REF_BIN=$(abspath $(REF_VENV))/bin CAVEAT_ENGINE_BIN=$(abspath $(ENGINE_VENV))/bin \
 	  $(VENV)/bin/python -m pytest $(PYTEST_ARGS)
 

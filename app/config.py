@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app import __version__
+from archive.fetcher import parse_allowed_hosts
 
 
 class Settings(BaseSettings):
@@ -127,8 +128,6 @@ class Settings(BaseSettings):
     @field_validator("allow_private_hosts")
     @classmethod
     def _hosts_parse(cls, value: str) -> str:
-        from archive.fetcher import parse_allowed_hosts
-
         parse_allowed_hosts(value)  # a bad entry is an error at start-up, not at the first fetch
         return value
 

@@ -10,6 +10,8 @@ wrapper, so ``X-Frame-Options: SAMEORIGIN``) and the replay wrapper. The interac
 """
 
 from __future__ import annotations
+from urllib.parse import parse_qsl
+import json
 
 APP_CSP = ("default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
            "font-src 'self'; connect-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; "
@@ -57,7 +59,6 @@ class BoundedIntegers:
 
     async def __call__(self, scope, receive, send):
         if scope["type"] == "http" and self._out_of_range(scope):
-            import json
 
             body = json.dumps({"ok": False, "status": 400, "error": "A number in the request is out of range (ids, "
                                f"offsets, limits and pages are at most {INT_LIMIT:,})."}).encode()
@@ -69,8 +70,6 @@ class BoundedIntegers:
 
     @staticmethod
     def _out_of_range(scope) -> bool:
-        from urllib.parse import parse_qsl
-
         query = scope.get("query_string", b"").decode("latin-1")
         for _, value in parse_qsl(query, keep_blank_values=True):
             v = value.strip().lstrip("+-")

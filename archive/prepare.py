@@ -3,7 +3,7 @@
 :class:`ThreadStage` runs :class:`Preparer` in threads of the capturing process, :class:`ProcessStage`
 in worker processes fed over pipes. This module imports only the ``archive`` package, so a worker
 started from a fork server is light, and everything a worker returns is picklable. The writer
-(``app.services.capture``) decides what needs the database: a timestamp unique per SURT key, and a
+(``app.capture.http``) decides what needs the database: a timestamp unique per SURT key, and a
 ``revisit`` instead of a second copy of a payload.
 """
 

@@ -22,6 +22,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 from parse import html_page, rows  # noqa: E402 - bench/ is this script's own folder
 
 import app.crawl.workflow as crawl_service  # noqa: E402
+
+import app.watch.schedule as schedule_service  # noqa: E402
 from app.config import Settings  # noqa: E402
 from app.db import Database  # noqa: E402
 from app.claims.sources import add_source  # noqa: E402
@@ -60,7 +62,7 @@ def one(n: int, spent: dict[str, float]) -> None:
             with db.session() as s:
                 add_source(s, "board", url, "html")
             t, c = time.perf_counter(), time.process_time()
-            report = crawl_service.crawl(db, settings)[0]
+            report = schedule_service.crawl(db, settings)[0]
             total, cpu = time.perf_counter() - t, time.process_time() - c
         finally:
             srv.stop()

@@ -47,7 +47,7 @@ CHILD = textwrap.dedent('''
     from app.config import Settings
     from app.db import Database
     from app.capture.http import capture_urls
-    from app.crawl.workflow import crawl
+    from app.watch.schedule import crawl
     from app.claims.sources import add_source
     from app.rebuild.importer import import_warcs
     from fastapi.testclient import TestClient

@@ -13,7 +13,8 @@ from sqlalchemy import select
 
 from app.db import Database
 from app.models import Crawl, utcnow
-from app.crawl.workflow import crawl, end_dead_crawls
+from app.crawl.workflow import end_dead_crawls
+from app.watch.schedule import crawl
 from app.claims.sources import add_source
 from tests.capture_helpers import REPO, cli_env
 

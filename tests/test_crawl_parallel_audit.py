@@ -6,6 +6,8 @@ from __future__ import annotations
 from sqlalchemy import select
 
 import app.crawl.workflow as crawl_service
+
+import app.watch.schedule as schedule_service
 from app.db import Database
 from app.models import Entry, Flag, Recipe
 from app.audit.engine import audit_all
@@ -56,7 +58,7 @@ def test_a_long_page_audited_in_two_processes_is_audited_as_by_one(backend_setti
         url = srv.route("/board", _page(600))
         with db.session() as s:
             add_source(s, "board", url, "html")
-        report = crawl_service.crawl(db, settings)[0]
+        report = schedule_service.crawl(db, settings)[0]
         assert report.status in ("ok", "warnings"), report.error
         assert ran == [2], "the parallel path ran, with two processes"
         parallel = _state(db)
@@ -85,7 +87,7 @@ def test_a_failing_audit_process_fails_the_crawl_and_keeps_the_claims(settings, 
         real = crawl_service._audit_batches
         monkeypatch.setattr(crawl_service, "_audit_batches",
                             lambda s, ids: (lambda b: [b[0], ["not an id"], *b[1:]])(real(s, ids)))
-        report = crawl_service.crawl(db, settings)[0]
+        report = schedule_service.crawl(db, settings)[0]
         assert report.status == "failed"
         assert any(w.startswith("audit: ") for w in report.summary.warnings)
         with db.session() as s:

@@ -122,7 +122,7 @@ def test_recipe_ladder_orders_rungs_and_keeps_repeats(api):
 
 def test_entry_provenance_carries_a_selector_that_pins_one_occurrence(client, app, server):
     """Two rows with the same figure: each entry's selector points at its own row."""
-    from app.crawl.workflow import crawl
+    from app.watch.schedule import crawl
     from app.claims.sources import add_source
 
     page = ("| model | GPU | tok/s |\n| --- | --- | --- |\n| alpha-7B | RTX 4090 | 88.5 |\n"
@@ -151,7 +151,7 @@ def test_entry_citations_pin_the_occurrence_they_were_read_from(client, app, ser
     figure repeated on the page cites its own row; the pinned link resolves to that occurrence."""
     from urllib.parse import parse_qs, urlsplit
 
-    from app.crawl.workflow import crawl
+    from app.watch.schedule import crawl
     from app.claims.sources import add_source
 
     page = ("<table><tr><th>Model</th><th>Draft</th><th>tok/s</th></tr>"

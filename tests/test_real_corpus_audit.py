@@ -50,7 +50,7 @@ def crawl_corpus(tmp: Path, labels: list[Path]) -> dict[str, list[dict]]:
     from app.config import Settings
     from app.db import Database
     from app.models import Entry, EntryVersion, Flag, Source
-    from app.crawl.workflow import crawl
+    from app.watch.schedule import crawl
     from app.claims.sources import add_source
     from tests.helpers import LocalServer
 

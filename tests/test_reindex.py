@@ -19,7 +19,7 @@ from sqlalchemy import select
 from app.db import Database
 from app.models import Recipe, Snapshot, Source
 from app.capture.http import capture_urls
-from app.crawl.workflow import crawl
+from app.watch.schedule import crawl
 from app.rebuild.reindex import reindex_all
 from app.storage.indexing import unindexed_files
 from app.storage.snapshots import find_by_citation, load_record

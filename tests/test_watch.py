@@ -21,7 +21,7 @@ from app.models import ChangeEvent, Crawl, HookDelivery, Snapshot, Source
 from app.watch import changes
 from app.watch import hooks
 from app.watch import schedule
-from app.crawl.workflow import crawl_now
+from app.watch.schedule import crawl_now
 from app.claims.sources import add_source
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)

@@ -148,7 +148,7 @@ def test_worker_delivers_webhooks_with_retries(pg_settings, server, workers):
 
     from app.models import HookDelivery
     from app.watch import hooks
-    from app.crawl.workflow import crawl_now
+    from app.watch.schedule import crawl_now
     from tests.test_watch import Receiver
 
     db = Database(pg_settings)

@@ -172,7 +172,7 @@ def test_a_withdrawn_capture_leaves_the_quotable_evidence_and_comes_back_on_rein
     was read from: the recipe quotes nothing and every entry's working number is none (the reason says
     why); reinstate it: 373 again. Real crawl, the withdrawal service, the public API."""
     from app.models import Entry
-    from app.crawl.workflow import crawl
+    from app.watch.schedule import crawl
     from app.claims.sources import add_source
     from app.audit.access import change_access
 

@@ -21,6 +21,9 @@ from app.accounts import auth
 from app.watch import changes
 from app.replay.citations import public_base
 from app.claims.sources import get_source
+from app.watch.worker import enqueue
+from app.watch.jobs import queue_for
+from app.watch.schedule import parse_every, schedule_json, set_schedule as set_
 
 router = APIRouter(tags=["changes"])
 MAX_LIMIT = changes.MAX_LIMIT
@@ -146,8 +149,6 @@ def crawl_json(c: Crawl, name: str | None, job: str | None = None) -> dict:
              summary="Crawl a source now: queued, answered at once (authenticated)")
 def crawl_now(name: str, request: Request, session: Session = Depends(get_session),
               user: User = Depends(auth.require_writer)) -> dict:
-    from app.watch.worker import enqueue
-
     auth.require_scope(request, "decide")
     src = get_source(session, name)
     session.commit()
@@ -179,7 +180,6 @@ def _job_states(request: Request, crawls: list[Crawl]) -> dict[int, str]:
     """The queue's own state (todo, doing...) of the jobs of crawls still queued or running."""
     if not any(c.status in ("queued", "running") for c in crawls):
         return {}
-    from app.watch.jobs import queue_for
 
     try:
         return queue_for(request.app.state.db).jobs()
@@ -200,8 +200,6 @@ def get_crawl(crawl_id: int, request: Request, session: Session = Depends(get_se
              summary="Set a source's re-crawl interval (authenticated, admin scope)")
 def set_schedule(name: str, request: Request, body: dict = Body(..., examples=[{"every": "6h"}]),
                  session: Session = Depends(get_session), user: User = Depends(auth.require_writer)) -> dict:
-    from app.watch.schedule import parse_every, schedule_json, set_schedule as set_
-
     auth.require_scope(request, "admin")
     every = body.get("every") if isinstance(body, dict) else None
     if not isinstance(every, str):

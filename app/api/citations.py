@@ -12,6 +12,7 @@ from app.api.snapshots import quote_body, snapshot_body
 from app.errors import BadRequest
 from app.deps import get_session
 from app.replay import citations
+from app.watch.changes import mark_citation
 
 router = APIRouter(tags=["snapshots"])
 
@@ -47,7 +48,5 @@ def create_citation(body: CitationRequest, request: Request, session: Session = 
 
 def _mark_cited(session: Session, citation_id: str) -> None:
     """Change events on the entries of a cited snapshot are marked ``cited`` (issue 17)."""
-    from app.watch.changes import mark_citation
-
     mark_citation(session, citation_id)
     session.commit()

@@ -20,6 +20,7 @@ from app.api.convention import ok, page
 from app.api.schemas import ERRORS, QuotableAnswer, QuotableList
 from app.deps import get_session
 from app.audit.quotable import MAX_LIST, get_quotable, list_quotable, quotable_raw, quotable_raw_many
+from app.watch.changes import QuotableMarks
 
 router = APIRouter(tags=["quotable"])
 _PATH = re.compile(r"^/api/recipes/([A-Za-z0-9_.-]{1,40})/quotable$")
@@ -118,7 +119,6 @@ def _served(state, recipe_id: str) -> None:
     is touched here; a background thread writes the marks."""
     marks = getattr(state, "quotable_marks", None)
     if marks is None:
-        from app.watch.changes import QuotableMarks
 
         marks = state.quotable_marks = QuotableMarks(state.db)
     marks.note(recipe_id)

@@ -14,6 +14,7 @@ from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Decision, Flag, User
 from app.audit.engine import audit_entries
+from app.audit import queue
 
 ACTIONS = {"confirm": "confirmed", "dismiss": "dismissed"}
 MAX_NOTE = 4000
@@ -37,7 +38,6 @@ def decide(session: Session, user: User, flag_id: int, action: str, note: str,
     flag = session.get(Flag, flag_id)
     if flag is None:
         raise NotFound(f"No flag {flag_id}. Flag ids are listed with each entry in GET /api/entries/{{id}}.")
-    from app.audit import queue
 
     affected = queue.affected_entries(session, flag.entry_id)
     before = queue.state_of(session, affected)

@@ -29,6 +29,8 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Crawl, Decision, Entry, Flag, Measurement, Source
+from app.audit.engine import flags_for_entries
+from urllib.parse import urlencode
 
 PER_PAGE = 50
 SEVERITY_VALUES = {"critical": 4, "high": 3, "medium": 2, "low": 1, "none": 0}
@@ -315,8 +317,6 @@ def _row(e: Entry, source: str | None, flags: list[dict]) -> dict:
 
 
 def review_queue(session: Session, settings: Settings, f: QueueFilters) -> dict:
-    from app.audit.engine import flags_for_entries
-
     f = check_filters(f)
     counts = queue_counts(session, f)
     conds = _conditions(session, f)
@@ -342,7 +342,5 @@ def review_queue(session: Session, settings: Settings, f: QueueFilters) -> dict:
 
 def filter_link(f: QueueFilters, fmt: str = "", **changes) -> str:
     """The ``/queue`` URL for these filters with ``changes`` (``fmt='.json'`` for the JSON twin)."""
-    from urllib.parse import urlencode
-
     qs = urlencode(f.params(**changes))
     return f"/queue{fmt}" + (f"?{qs}" if qs else "")

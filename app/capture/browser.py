@@ -36,6 +36,8 @@ from archive.surt import InvalidURL, surt
 from archive.timestamps import ts17
 from archive.urls import check_url
 from archive.warcwriter import build_record, build_request, build_response
+from sqlalchemy import select
+from app.models import Source
 
 log = logging.getLogger("caveat.capture")
 DOM_TYPE = "text/html; charset=utf-8"
@@ -237,8 +239,6 @@ def _store(db: Database, cap: PageCapture, source_id: int | None, notice, source
 
 def page_records(session, dom: Snapshot) -> dict[str, Snapshot | None]:
     """The screenshot and page-info records stored with a ``urn:dom:`` snapshot (same page, same capture)."""
-    from sqlalchemy import select
-
     page = dom.url.split(":", 2)[2] if dom.url.startswith("urn:dom:") else dom.url
     out: dict[str, Snapshot | None] = {"dom": dom}
     for kind in ("fullPage", "pageinfo"):
@@ -251,8 +251,6 @@ def page_records(session, dom: Snapshot) -> dict[str, Snapshot | None]:
 def rendered_views(session, snap: Snapshot) -> dict[str, Snapshot] | None:
     """For a page's document response captured with the browser (or its ``urn:dom:`` record): the DOM
     and screenshot records of that same capture, for the framed view's links; None for other snapshots."""
-    from sqlalchemy import select
-
     if snap.url.startswith("urn:"):
         return None
     dom = session.scalars(select(Snapshot).where(
@@ -272,9 +270,6 @@ def rendered_views(session, snap: Snapshot) -> dict[str, Snapshot] | None:
 def named_sources(session, source) -> dict[str, int]:
     """The URLs other active, plain sources name (``{url: source id}``): a browser capture of ``source``
     that fetches one of them archives it for that source too."""
-    from sqlalchemy import select
-
-    from app.models import Source
 
     rows = session.execute(select(Source.url, Source.id).where(
         Source.removed_at.is_(None), Source.id != source.id, Source.browser.is_(False)))

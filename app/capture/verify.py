@@ -23,6 +23,9 @@ from app.config import Settings
 from app.models import Snapshot
 from archive import digests
 from archive.reader import RecordUnreadable, WarcRecord, read_record
+from app.storage.indexing import warc_files
+from archive.citeid import citation_id_for_record
+from archive.indexer import walk
 
 
 @dataclass
@@ -95,10 +98,6 @@ def database_check(session: Session) -> list[str]:
 
 def _unindexed(settings: Settings, known: set[str]) -> list[Problem]:
     """Whole response/revisit records in the WARC folder that no index row points at."""
-    from app.storage.indexing import warc_files
-    from archive.citeid import citation_id_for_record
-    from archive.indexer import walk
-
     out = []
     for path in warc_files(settings.warc_dir):
         for found in walk(path, 0, max_record_bytes=settings.decode_max_bytes):

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from sqlalchemy import bindparam, insert, select, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.orm import Session
 
 from app.db import chunked
@@ -200,10 +202,7 @@ def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> 
         # two crawls (two workers) may store the same new recipe at once: the second insert is a no-op
         name = session.get_bind().dialect.name
         if name in ("postgresql", "sqlite"):
-            if name == "postgresql":
-                from sqlalchemy.dialects.postgresql import insert as dialect_insert
-            else:
-                from sqlalchemy.dialects.sqlite import insert as dialect_insert
+            dialect_insert = pg_insert if name == "postgresql" else sqlite_insert
             session.execute(dialect_insert(Recipe).on_conflict_do_nothing(index_elements=["recipe_id"]), rows)
         else:
             session.execute(insert(Recipe), rows)

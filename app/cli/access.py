@@ -9,6 +9,9 @@ import click
 
 from app.cli.group import main
 from app.audit.access import change_access
+import json
+import sys
+from app.storage.tlog import verify_log
 
 
 def _actor(by: str | None) -> str:
@@ -83,10 +86,6 @@ def reinstate(obj, citation_id: str, reason: str, by: str | None) -> None:
 
 def verify_log_command(obj, tree_head_files: list[str], quiet: bool) -> None:
     """``caveat verify --log``: the tamper-evident log against the WARC files and saved tree heads."""
-    import json
-    import sys
-
-    from app.storage.tlog import verify_log
 
     earlier = []
     for path in tree_head_files:

@@ -10,6 +10,8 @@ import click
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 from app.accounts import auth
+from app.errors import NotFound
+from app.models import utcnow
 
 
 def _read_password(password_stdin: bool) -> str:
@@ -56,8 +58,6 @@ def user_list(obj: CliContext, as_json: bool) -> None:
     Example:
       caveat user list
     """
-    from app.errors import NotFound
-
     json_mode(as_json)
     with obj.session() as s:
         rows = auth.list_users(s)
@@ -125,8 +125,6 @@ def user_sessions(obj: CliContext, username: str, revoke: bool) -> None:
       caveat user sessions alice
       caveat user sessions alice --revoke
     """
-    from app.models import utcnow
-
     with obj.session() as s:
         rows = auth.list_sessions(s, username)
         now = utcnow()
@@ -192,7 +190,6 @@ def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
     def when(d) -> str:
         return d.isoformat(timespec="minutes") if d else "-"
 
-    from app.errors import NotFound
 
     json_mode(as_json)
     with obj.session() as s:

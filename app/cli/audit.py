@@ -9,6 +9,14 @@ import click
 
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
+from app.replay.citations import absolute
+from app.audit.quotable import find
+from sqlalchemy import select
+from app.errors import BadRequest, NotFound
+from app.models import Recipe
+from app.audit.engine import audit_all, audit_recipes
+from app.accounts import auth
+from app.audit import measurements
 
 
 def _num(x) -> str:
@@ -41,8 +49,6 @@ def header(answer: dict) -> str:
 
 
 def render(recipe, answer: dict, settings=None) -> str:
-    from app.replay.citations import absolute
-
     lines = [header(answer)]
     if answer["quotable_tps"] is None:
         lines.append("  quotable:  none (nothing here may be quoted as a decode speed)")
@@ -86,8 +92,6 @@ def quote(obj: CliContext, query: str, as_json: bool) -> None:
       caveat quote "GLM-5.3-Flash rtx pro 6000"
       caveat quote r-85fbd1209ff4 --json
     """
-    from app.audit.quotable import find
-
     json_mode(as_json)
     with obj.session() as s:
         found = find(s, obj.settings, query)
@@ -111,11 +115,6 @@ def audit(obj: CliContext, everything: bool, as_json: bool, recipe_ids: tuple[st
       caveat audit --all
       caveat audit r-85fbd1209ff4
     """
-    from sqlalchemy import select
-
-    from app.errors import BadRequest, NotFound
-    from app.models import Recipe
-    from app.audit.engine import audit_all, audit_recipes
 
     json_mode(as_json)
     if not everything and not recipe_ids:
@@ -167,10 +166,6 @@ def measurement_add(obj: CliContext, recipe_id: str, tps: float, non_repeating: 
     Example:
       caveat measurement add r-85fbd1209ff4 352.4 --non-repeating --output-checked --runs 5
     """
-    from app.errors import NotFound
-    from app.accounts import auth
-    from app.audit import measurements
-
     json_mode(as_json)
     with obj.session() as s:
         user = None
@@ -200,9 +195,6 @@ def measurement_list(obj: CliContext, recipe_id: str | None, as_json: bool) -> N
     Example:
       caveat measurement list r-85fbd1209ff4
     """
-    from app.errors import NotFound
-    from app.audit import measurements
-
     json_mode(as_json)
     with obj.session() as s:
         rows, total = measurements.list_measurements(s, obj.settings, recipe_id=recipe_id,
@@ -234,8 +226,6 @@ def measurement_remove(obj: CliContext, measurement_id: int, as_json: bool) -> N
     Example:
       caveat measurement remove 3
     """
-    from app.audit import measurements
-
     json_mode(as_json)
     with obj.session() as s:
         gone = measurements.remove(s, obj.settings, measurement_id)

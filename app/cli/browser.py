@@ -9,6 +9,8 @@ import click
 
 from app.cli.group import emit
 from app.cli.context import CliContext
+from archive.browser import BrowserUnavailable
+from app.capture.browser import capture_browser_urls
 
 
 def _line(r) -> str:
@@ -33,9 +35,6 @@ def _json(r) -> dict:
 
 def browser_capture_command(obj: CliContext, urls: list[str], source_id: int | None, as_json: bool,
                             scroll: bool | None) -> None:
-    from archive.browser import BrowserUnavailable
-    from app.capture.browser import capture_browser_urls
-
     db = obj.database()
     failed = 0
 

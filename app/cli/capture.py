@@ -9,6 +9,11 @@ import click
 
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
+from app.capture.http import capture_urls
+from app.capture.verify import verify_all
+from app.cli.core import _run_reindex
+from app.cli.access import verify_log_command
+from app.cli.browser import browser_capture_command
 
 
 def _shown(url: str) -> str:
@@ -67,10 +72,8 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
     if not urls:
         raise click.UsageError("give at least one URL, or --from-file with URLs in it")
     if browser:
-        from app.cli.browser import browser_capture_command
 
         return browser_capture_command(obj, urls, source_id, as_json, scroll)
-    from app.capture.http import capture_urls
 
     db = obj.database()
     failed = 0
@@ -126,10 +129,8 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
       caveat verify --log --tree-head sth-2026-12-01.json
     """
     if check_log:
-        from app.cli.access import verify_log_command
 
         return verify_log_command(obj, list(tree_heads), quiet)
-    from app.capture.verify import verify_all
 
     json_mode(as_json)
     quiet = quiet or as_json
@@ -141,7 +142,6 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
     with obj.session() as s:
         report = verify_all(s, obj.settings, progress=progress)
     if repair and report.unindexed and not report.database:
-        from app.cli.core import _run_reindex
 
         click.echo(f"repair: indexing {report.unindexed} record(s) from the WARC files", err=True)
         _run_reindex(obj.database(), reparse=True)

@@ -9,7 +9,15 @@ import click
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 from app.crawl import workflow as crawl_service
+import app.watch.schedule as schedule_service
 from app.claims.sources import KINDS, add_source, list_sources, remove_source
+from app.watch.schedule import format_every, parse_every, set_schedule
+from app.errors import NotFound
+from app.claims.sources import source_json
+import ipaddress
+from urllib.parse import urlsplit
+from app.demo.run import demo_sources
+from archive.fetcher import parse_allowed_hosts
 
 SHOWN_WARNINGS = 5
 
@@ -43,8 +51,6 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: st
     Example:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
     """
-    from app.watch.schedule import format_every, parse_every, set_schedule
-
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
         src = add_source(s, name, url, kind, browser=browser)
@@ -66,9 +72,6 @@ def source_list(obj: CliContext, as_json: bool) -> None:
     Example:
       caveat source list
     """
-    from app.errors import NotFound
-    from app.claims.sources import source_json
-
     json_mode(as_json)
     with obj.session() as s:
         rows = list_sources(s)
@@ -159,9 +162,6 @@ def report_json(r) -> dict:
 
 def _on_this_machine(url: str) -> bool:
     """The URL names this machine or a private network by its address (no DNS lookup)."""
-    import ipaddress
-    from urllib.parse import urlsplit
-
     host = (urlsplit(url).hostname or "").strip("[]").lower()
     if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
         return True
@@ -174,8 +174,6 @@ def _on_this_machine(url: str) -> bool:
 
 def _listed(url: str, allowed) -> bool:
     """Whether the URL's host:port is on CAVEAT_ALLOW_PRIVATE_HOSTS."""
-    from urllib.parse import urlsplit
-
     parts = urlsplit(url)
     port = parts.port or (443 if parts.scheme == "https" else 80)
     return ((parts.hostname or "").lower(), port) in allowed
@@ -186,11 +184,9 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
     if obj.settings.allow_private_addresses:
         return list(sources), []
-    from app.demo.run import demo_sources
 
     demo_names = {d["name"] for d in demo_sources()}
     keep, skipped = [], []
-    from archive.fetcher import parse_allowed_hosts
 
     allowed = parse_allowed_hosts(getattr(obj.settings, "allow_private_hosts", ""))
     for src in sources:
@@ -219,8 +215,6 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
     Example:
       caveat crawl localmaxxing glm-card
     """
-    from app.errors import NotFound
-
     json_mode(as_json)
     db = obj.database()
     sources = crawl_service.select_sources(db, list(names))
@@ -228,7 +222,7 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
         raise NotFound("No sources to crawl: `caveat source add NAME URL` adds one.")
     sources, skipped = _unreachable(obj, sources)
     display = _Display(len(sources), "crawl")
-    reports = [crawl_service.crawl_now(db, obj.settings, src, display) for src in sources]
+    reports = [schedule_service.crawl_now(db, obj.settings, src, display) for src in sources]
     if as_json:
         emit({"count": len(reports), "reports": [report_json(r) for r in reports], "skipped": skipped},
              ok=not (any(r.failed for r in reports) or skipped))

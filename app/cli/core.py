@@ -12,6 +12,15 @@ import click
 from app.cli.group import main
 from app.cli.context import CliContext
 from app.config import Settings
+from app.storage.tlog import ensure_signing_key
+from app.storage.indexing import unindexed_files
+from app.rebuild.reindex import reindex_all
+import errno
+import socket
+from app.errors import Conflict
+from app.storage.dbcopy import copy_database
+from app.watch.worker import Scheduler
+from app.main import create_app
 
 
 @main.command()
@@ -44,11 +53,9 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
     else:
         click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
     click.echo(f"data folder {s.data_dir.resolve()}")
-    from app.storage.tlog import ensure_signing_key
 
     if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
         click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
-    from app.storage.indexing import unindexed_files
 
     behind = unindexed_files(db)
     if not behind:
@@ -65,8 +72,6 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
 
 
 def _run_reindex(db, *, reparse: bool) -> None:
-    from app.rebuild.reindex import reindex_all
-
     started = time.monotonic()
     report = reindex_all(db, progress=lambda m: click.echo(m, err=True), reparse=reparse)
     for line in report.problems:
@@ -115,7 +120,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     Example:
       caveat serve --port 8000
     """
-    import uvicorn
+    import uvicorn  # noqa: PLC0415 (heavy optional import: uvicorn loads only when serving)
 
     obj.database()  # refuse an unmigrated database before binding
     host = host or obj.settings.host
@@ -130,11 +135,9 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
         uvicorn.run("app.main:app_from_env", factory=True, host=host, port=port, workers=workers,
                     log_level="warning")
     else:
-        from app.main import create_app
 
         application = create_app(settings)
         if application.state.db.engine.dialect.name == "sqlite":  # due crawls run in-process (issue 17)
-            from app.watch.worker import Scheduler
 
             application.state.scheduler = Scheduler(application.state.db)
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
@@ -145,10 +148,6 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 def bind_or_explain(host: str, port: int):
     """A listening socket on host:port (port 0: any free port), or a one-line error naming the port
     that is taken and how to choose another."""
-    import errno
-    import socket
-
-    from app.errors import Conflict
 
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -194,7 +193,5 @@ def db_copy(obj: CliContext, to_url: str) -> None:
       caveat db copy --to postgresql+psycopg2://postgres@127.0.0.1:5432/caveat
       CAVEAT_DATABASE_URL=postgresql+psycopg2://postgres@127.0.0.1:5432/caveat caveat verify
     """
-    from app.storage.dbcopy import copy_database
-
     report = copy_database(obj.database(), to_url, progress=lambda m: click.echo(m, err=True))
     click.echo(f"copied {sum(report.tables.values()):,} row(s) in {len(report.tables)} table(s) to {report.target}")

@@ -11,6 +11,7 @@ import click
 from app.cli.group import main
 from app.cli.context import CliContext
 from app.demo.run import DemoSite, demo_settings, run_demo
+from app.main import create_app
 
 DEFAULT_DEMO_DIR = Path("./demo-data")
 
@@ -89,8 +90,7 @@ def demo(obj: CliContext, data_dir: Path | None, port: int | None, no_serve: boo
             if result.failed:
                 raise SystemExit(1)
             return
-        from app.main import create_app
-        import uvicorn
+        import uvicorn  # noqa: PLC0415 (heavy optional import: uvicorn loads only when serving)
 
         click.echo(f"open {ui_url}/queue" + (f"  (GLM-5.3-Flash: {ui_url}/entries/{result.featured_entry})"
                                             if result.featured_entry else ""))

@@ -10,6 +10,13 @@ import click
 
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
+from app.errors import BadRequest
+from app.errors import FetchFailed, NotFound
+from app.accounts import auth
+from app.measure.client import Endpoint, Interrupted, MeasureError
+from app.measure.prompts import PromptError
+from app.measure.run import Plan, execute
+from app.measure.store import check_recipe, store
 
 
 def _num(x) -> str:
@@ -17,8 +24,6 @@ def _num(x) -> str:
 
 
 def _check_option(values: tuple[str, ...]) -> list[tuple[str, str]]:
-    from app.errors import BadRequest
-
     out = []
     for v in values:
         question, sep, answer = v.rpartition("=")
@@ -94,13 +99,6 @@ def measure(obj: CliContext, endpoint: str, model: str, recipe_id, n_prompts: in
       caveat measure --endpoint http://127.0.0.1:8000 --model my-model --recipe r-85fbd1209ff4
       caveat measure --endpoint http://gpu-box:8000 --model m --concurrency 32 --prompts 64 --json
     """
-    from app.errors import BadRequest, FetchFailed, NotFound
-    from app.accounts import auth
-    from app.measure.client import Endpoint, Interrupted, MeasureError
-    from app.measure.prompts import PromptError
-    from app.measure.run import Plan, execute
-    from app.measure.store import check_recipe, store
-
     json_mode(as_json)
     api_key = None
     if api_key_env:

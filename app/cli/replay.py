@@ -8,6 +8,8 @@ import click
 
 from app.cli.group import main
 from app.cli.context import CliContext
+from app.replay.wacz_export import export_wacz
+from app.rebuild.importer import import_warcs
 
 
 @main.command("export-wacz")
@@ -23,8 +25,6 @@ def export_wacz_cmd(obj: CliContext, out: str, source: str | None, since: str | 
     Example:
       caveat export-wacz leaderboards.wacz --source localmaxxing --since 2026-11-01
     """
-    from app.replay.wacz_export import export_wacz
-
     with obj.session() as s:
         report = export_wacz(s, obj.settings, out, source=source, since=since)
     for line in report.skipped:
@@ -52,8 +52,6 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
     Example:
       caveat import-warc crawl.warc.gz old/*.warc
     """
-    from app.rebuild.importer import import_warcs
-
     base = obj.settings.base_url
     bad = 0
     reports = import_warcs(obj.database(), list(files))

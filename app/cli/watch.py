@@ -9,6 +9,14 @@ import click
 from app.cli.group import emit, json_mode, main
 from app.cli.claims import source
 from app.cli.context import CliContext
+from app.watch.schedule import format_every, parse_every, set_schedule
+from app.claims.sources import get_source
+from app.watch.worker import run_worker
+from app.watch.hooks import add_hook, hook_json
+from app.watch.hooks import list_hooks
+from app.watch.hooks import remove_hook
+from app.watch.hooks import delivery_json, list_deliveries
+from app.watch.changes import list_changes, title
 
 
 @source.command("set")
@@ -28,9 +36,6 @@ def source_set(obj: CliContext, name: str, every: str) -> None:
       caveat source set localmaxxing --every 6h
       caveat source set localmaxxing --every off
     """
-    from app.watch.schedule import format_every, parse_every, set_schedule
-    from app.claims.sources import get_source
-
     seconds = parse_every(every)
     with obj.session() as s:
         src = set_schedule(s, get_source(s, name), seconds)
@@ -62,8 +67,6 @@ def worker(obj: CliContext, concurrency: int, stalled_after: float, once: bool) 
       CAVEAT_DATABASE_URL=postgresql+psycopg2://caveat@db/caveat caveat worker
       caveat worker --concurrency 4
     """
-    from app.watch.worker import run_worker
-
     db = obj.database()
     run_worker(db, concurrency=max(1, concurrency), stalled_after=stalled_after, once=once,
                say=lambda m: click.echo(m, err=True))
@@ -92,8 +95,6 @@ def hook_add(obj: CliContext, url: str, secret: str, cited_only: bool, as_json: 
     Example:
       caveat hook add https://example.org/caveat-hook --secret "$(openssl rand -hex 24)"
     """
-    from app.watch.hooks import add_hook, hook_json
-
     json_mode(as_json)
     with obj.session() as s:
         h = add_hook(s, url, secret, cited_only=cited_only)
@@ -114,8 +115,6 @@ def hook_list(obj: CliContext, as_json: bool) -> None:
     Example:
       caveat hook list --json
     """
-    from app.watch.hooks import hook_json, list_hooks
-
     json_mode(as_json)
     with obj.session() as s:
         rows = [hook_json(h) for h in list_hooks(s)]
@@ -140,8 +139,6 @@ def hook_remove(obj: CliContext, hook_id: int) -> None:
     Example:
       caveat hook remove 2
     """
-    from app.watch.hooks import remove_hook
-
     with obj.session() as s:
         h = remove_hook(s, hook_id)
         click.echo(f"removed hook {h.id}: {h.url}")
@@ -159,8 +156,6 @@ def hook_deliveries(obj: CliContext, hook_id: int | None, limit: int, as_json: b
     Example:
       caveat hook deliveries --hook 1
     """
-    from app.watch.hooks import delivery_json, list_deliveries
-
     json_mode(as_json)
     with obj.session() as s:
         rows = [delivery_json(d) for d in list_deliveries(s, hook_id, max(1, min(limit, 500)))]
@@ -187,8 +182,6 @@ def changes_cmd(obj: CliContext, source: str | None, kind: str | None, cited: bo
     Example:
       caveat changes --cited
     """
-    from app.watch.changes import list_changes, title
-
     json_mode(as_json)
     with obj.session() as s:
         rows, total = list_changes(s, obj.settings, source=source, kind=kind, cited=True if cited else None,

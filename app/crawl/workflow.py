@@ -35,6 +35,12 @@ from app.claims.store import SourceState, StoreSummary, store_parse
 from app.storage.indexing import source_metadata
 from app.storage.snapshots import load_record
 from app.claims.sources import get_source, list_sources, set_guessed_kind
+import scrapers
+from concurrent.futures import ProcessPoolExecutor
+from app.audit.engine import apply_audit
+from archive.prepare import _context
+from app.audit.engine import plan_entries
+from app.capture.browser import capture_browser_urls, named_sources
 
 FAILED = ("failed", "empty")
 MAX_KEPT_WARNINGS = 200
@@ -69,8 +75,6 @@ def _noop(event: str, report: SourceReport) -> None:
 
 def parse_snapshot(session: Session, source: Source, snapshot: Snapshot, stored, report: SourceReport):
     """Parse one archived response with the source's kind, guessing (and saving) the kind if unset."""
-    import scrapers
-
     content_type = _content_type(stored)
     if source.kind is None:
         kind, reason = scrapers.guess_kind(stored.body, content_type)
@@ -157,11 +161,7 @@ def _audit_in_processes(session: Session, settings: Settings, batches: list[list
     read and compute (an audit plan: plain rows); this process writes every plan, so there is one writer,
     as SQLite needs, and batches never split a recipe, so no recipe is planned twice. Each batch commits
     on its own; a batch that fails raises here, and what committed before it stays."""
-    from concurrent.futures import ProcessPoolExecutor
 
-    from app.audit.engine import apply_audit
-
-    from archive.prepare import _context
 
     # this process also writes the others' plans: it takes fewer batches (2 of 5 with one other process)
     share = 1.0 / (processes + 0.5)
@@ -198,8 +198,6 @@ def _audit_worker_init(settings: Settings) -> None:
 
 def _audit_worker(batch: list[int]) -> dict:
     """The plan of one batch, from reads only (the session is rolled back: this process never writes)."""
-    from app.audit.engine import plan_entries
-
     s = _WORKER["db"].Session()
     try:
         return plan_entries(s, _WORKER["settings"], batch, page_cache=_WORKER["page_cache"])
@@ -301,7 +299,6 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
         progress("capture", report)
         info = source_metadata(source.name, source.url, source.kind)
         if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
-            from app.capture.browser import capture_browser_urls, named_sources
 
             with db.session() as s:
                 named = named_sources(s, source)

@@ -22,7 +22,8 @@ from app.db import Database
 from app.errors import BadRequest
 from app.models import Entry, Source, User
 from app.accounts import auth
-from app.crawl.workflow import SourceReport, crawl
+from app.crawl.workflow import SourceReport
+from app.watch.schedule import crawl
 from app.claims.sources import add_source
 
 DEMO_DIR = Path(__file__).resolve().parent.parent / "demo_data"

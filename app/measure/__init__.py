@@ -1,2 +1,5 @@
-"""`caveat measure` (issue 15): prompts, the timed streaming client, output checks, the run, its
-storage as WARC evidence and its citation page. See docs/measure.md."""
+"""``caveat measure`` (issue 15): non-repeating prompts (``prompts``), the timed streaming client
+(``client``), output checks (``checks``), the run (``run``), its storage as WARC evidence (``store``) and
+its citation page (``evidence``, which also registers the indexer's handler for measurement records).
+May use: the audit (a measurement becomes a recipe's working number), storage and the core.
+"""

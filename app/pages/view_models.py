@@ -17,6 +17,10 @@ from app.pages import entries as entries_service
 from app.audit.engine import flags_for_entries
 from app.audit.decisions import list_decisions
 from app.claims.sources import list_sources, source_json
+from app.audit.decisions import count_decisions
+from app.replay.withdrawal import recent_events
+from app.audit.measurements import list_for_recipe
+from app.watch.changes import list_changes, title
 
 MAX_MARKS = 50
 RECENT_CRAWLS = 5
@@ -43,8 +47,6 @@ def sources_page(session: Session) -> dict:
 def audit_log_page(session: Session, before_id: int | None, offset: int = 0) -> dict:
     """One page of the log in the API's paging shape: ``count``, ``total``, ``limit``, ``offset`` and the
     ``next`` page's path (null on the last page); ``before_id`` still filters (older than that id)."""
-    from app.audit.decisions import count_decisions
-
     rows = list_decisions(session, limit=LOG_PER_PAGE, before_id=before_id, offset=offset)
     total = count_decisions(session, before_id=before_id)
     ids = {r["entry_id"] for r in rows}
@@ -56,7 +58,6 @@ def audit_log_page(session: Session, before_id: int | None, offset: int = 0) -> 
         r["hardware"] = e.hardware if e else None
     more = offset + len(rows) < total
     query = (f"before_id={before_id}&" if before_id is not None else "") + f"offset={offset + len(rows)}"
-    from app.replay.withdrawal import recent_events
 
     return {"count": len(rows), "total": total, "limit": LOG_PER_PAGE, "offset": offset,
             "next": f"/audit-log?{query}" if more and rows else None, "decisions": rows,
@@ -247,15 +248,11 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
 
 def _measurements_of(session: Session, settings: Settings, recipe_id: str) -> list[dict]:
     """The recipe's measurements for its page (issue 15): typed in, or made by `caveat measure`."""
-    from app.audit.measurements import list_for_recipe
-
     return list_for_recipe(session, recipe_id, settings)
 
 
 def _recipe_changes(session: Session, settings: Settings, recipe_id: str) -> list[dict]:
     """The recipe's history of change events (issue 17), newest first, with both citations."""
-    from app.watch.changes import list_changes, title
-
     rows, _ = list_changes(session, settings, recipe_id=recipe_id, limit=20)
     for ev in rows:
         ev["title"] = title(ev)

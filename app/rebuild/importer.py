@@ -31,6 +31,7 @@ from archive.reader import WarcRecord
 from archive.surt import surt
 from archive.timestamps import bump, parse_ts17
 from archive.warcwriter import build_record
+from app.storage.tlog import append_written
 
 KEEP_FIELDS = ("WARC-Target-URI", "WARC-IP-Address", "WARC-Profile", "WARC-Refers-To",
                "WARC-Refers-To-Target-URI", "WARC-Refers-To-Date", "WARC-Truncated", "WARC-Identified-Payload-Type")
@@ -222,7 +223,6 @@ def import_warcs(db: Database, paths: list[str | Path],
                 writer.truncate(start)
                 writer.sync()
                 raise
-            from app.storage.tlog import append_written
 
             append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
             store.update_cdxj(report.imported)

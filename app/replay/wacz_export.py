@@ -31,6 +31,8 @@ from archive.reader import RecordUnreadable, read_record
 from archive.timestamps import ts17
 from archive.wacz import Page, write_wacz
 from archive.warcwriter import WarcWriter
+from archive import signing
+import lxml.html
 
 TEXT_KINDS = ("html", "json", "markdown", "text")
 
@@ -74,8 +76,6 @@ def signing_key_path(settings: Settings) -> Path:
 
 def wacz_signer(settings: Settings):
     """Sign with the installation's key (made by ``caveat init``; made here if an older data folder has none)."""
-    from archive import signing
-
     path = signing_key_path(settings)
     signing.ensure_key(path)
     key = signing.load_key(path)
@@ -86,7 +86,6 @@ def wacz_signer(settings: Settings):
 def _title(body: bytes, kind: str) -> str | None:
     if kind != "html":
         return None
-    import lxml.html
 
     try:
         t = lxml.html.document_fromstring(body).findtext(".//title")

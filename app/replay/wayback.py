@@ -23,6 +23,7 @@ from app.replay.withdrawal import visible
 from app.storage.snapshots import StoredResponse, load_record
 from archive import memento
 from archive.surt import surt
+import json
 
 PUBLIC = "public"   # Snapshot.access of a capture that may be shown (app.replay.withdrawal)
 
@@ -264,8 +265,6 @@ class ReplayOriginGuard:
 
 
 async def _refuse(send, status: int, message: str) -> None:
-    import json
-
     body = json.dumps({"ok": False, "status": status, "error": message}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

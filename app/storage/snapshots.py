@@ -21,6 +21,7 @@ from archive.citeid import normalize_citation_id
 from archive.decoding import DecodeLimits, decode_content
 from archive.headers import first as first_header
 from archive.reader import RecordUnreadable, WarcRecord, read_record
+from app.db import Database
 
 MAX_REVISIT_DEPTH = 5
 
@@ -121,8 +122,6 @@ def _referred(snapshot: Snapshot, session: Session) -> Snapshot | None:
 
 def _database(settings: Settings):
     """One cached Database per URL, for revisit look-ups when the caller passed no session."""
-    from app.db import Database
-
     with _DB_LOCK:
         db = _DATABASES.get(settings.db_url)
         if db is None:

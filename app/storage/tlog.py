@@ -30,6 +30,9 @@ from pathlib import Path
 
 from app.config import Settings
 from archive import merkle, signing
+import time
+import fcntl
+from app.errors import BadRequest
 
 LOG_ID = "caveat-tlog-v1"
 READ = 1 << 20
@@ -160,16 +163,12 @@ class _LogLock:
         self.d = log_dir(settings)
 
     def __enter__(self):
-        import fcntl
-
         self.d.mkdir(parents=True, exist_ok=True)
         self.f = open(self.d / ".append.lock", "a+")
         fcntl.flock(self.f.fileno(), fcntl.LOCK_EX)
         return self
 
     def __exit__(self, *exc):
-        import fcntl
-
         fcntl.flock(self.f.fileno(), fcntl.LOCK_UN)
         self.f.close()
 
@@ -224,7 +223,6 @@ def _append_written(settings: Settings, warc_file: str, written, *, sign: bool |
     _write_atomic(d / "state.json", json.dumps({"size": frontier.size,   # a cache of the leaves: no fsync
                                                 "frontier": [h.hex() for h in frontier.hashes]}).encode(),
                   durable=False)
-    import time
 
     if sign is None:
         sign = time.monotonic() - _LAST_SIGNED.get(str(d), -1e9) >= SIGN_EVERY
@@ -266,8 +264,6 @@ def _sign_latest(settings: Settings, d: Path) -> dict | None:
 
 
 def sign_tree_head(settings: Settings, size: int, root: bytes) -> dict:
-    import time
-
     key = _key(settings)
     ts = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
     sth = {"log": LOG_ID, "tree_size": size, "root_hash": root.hex(), "timestamp": ts,
@@ -351,7 +347,6 @@ def consistency(settings: Settings, first: int, second: int | None = None) -> di
     leaves, _ = _loaded(settings)
     second = len(leaves) if second is None else second
     if not 0 < first <= second <= len(leaves):
-        from app.errors import BadRequest
 
         raise BadRequest(f"no consistency proof from size {first} to {second}: the log has {len(leaves)} leaves; "
                          "give 0 < first <= second <= that")

@@ -34,6 +34,7 @@ from archive.indexer import Walk, walk
 from archive.recovery import keep_aside, truncate_tail
 from archive.timestamps import ts14, ts17
 from archive.warcwriter import WarcWriter
+from datetime import timedelta
 
 log = logging.getLogger("caveat.capture")
 _THREAD_LOCK = threading.Lock()
@@ -331,7 +332,6 @@ def check_cdxj(db: Database, *, now: datetime | None = None) -> bool:
         return False
     _CHECKED[key] = mono
     MERGED_UNCHECKED.pop(key, None)
-    from datetime import timedelta
 
     cutoff = ts14(ts17((now or datetime.now(timezone.utc)) - timedelta(seconds=CDXJ_SETTLE)))
     path = index_path(db.settings)

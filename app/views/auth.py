@@ -16,6 +16,7 @@ from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.views.rendering import redirect, render, safe_next
+import secrets
 
 router = APIRouter(include_in_schema=False)
 
@@ -23,7 +24,6 @@ router = APIRouter(include_in_schema=False)
 @router.get("/login")
 def login_form(request: Request, next: str | None = None, user: User | None = Depends(auth.current_user)):
     if user is None:
-        import secrets
 
         request.state.presession = request.cookies.get(auth.PRESESSION_COOKIE) or secrets.token_urlsafe(24)
     resp = render(request, "login.html", {"next": safe_next(next)}, as_json=False, user=user, json_href=None)

@@ -17,6 +17,9 @@ from app.accounts import auth
 from app.replay import citations
 from app.replay import withdrawal
 from app.audit import access
+from app.measure import evidence
+from urllib.parse import urlencode
+from app.views.rendering import make_local
 
 router = APIRouter()
 
@@ -32,7 +35,6 @@ def _canonical(raw: str) -> str:
 def _templates(request: Request):
     env = request.app.state.templates.env
     if "local" not in env.filters:
-        from app.views.rendering import make_local
 
         env.filters["local"] = make_local(request.app.state.settings.base_url)
     return request.app.state.templates
@@ -61,7 +63,6 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
             target += "?" + request.url.query
         return RedirectResponse(target, status_code=301)
     settings = request.app.state.settings
-    from app.measure import evidence  # a measurement's citation (issue 15): /c/{id} shows it
 
     measured = evidence.find(session, cid)
     if measured is not None:
@@ -84,7 +85,6 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
         return JSONResponse(data)
     json_href = f"/c/{cid}.json" + (f"?{request.url.query}" if request.url.query else "")
     csrf = auth.csrf_token(request) if user is not None else None
-    from urllib.parse import urlencode
 
     whole_query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "view"] + [("view", "page")])
     return _templates(request).TemplateResponse(request, template, {"c": data, "json_href": json_href,

@@ -14,6 +14,8 @@ from fastapi import Request
 from fastapi.responses import JSONResponse, RedirectResponse
 
 from app.accounts import auth
+from app.pages.view_models import _num
+from app.api.convention import utc_fields
 
 
 def fmt_num(value, digits: int = 2) -> str:
@@ -76,8 +78,6 @@ def _install_filters(request: Request) -> None:
 
 def evidence_words(value) -> str:
     """An evidence value that is a list or a mapping, in words (never raw JSON)."""
-    from app.pages.view_models import _num
-
     if isinstance(value, dict):
         return ", ".join(f"{str(k).replace('_', ' ')} {evidence_words(v) if isinstance(v, (dict, list, tuple)) else _num(v)}"
                          for k, v in value.items())
@@ -100,7 +100,6 @@ def render(request: Request, template: str, data: dict, *, as_json: bool, user=N
            **extra):
     """The page's HTML, or ``data`` itself as JSON for the twin."""
     if as_json:  # the machine twin follows the API's convention: ok first, timestamps in UTC
-        from app.api.convention import utc_fields
 
         body = utc_fields({"ok": status < 400, **data}) if isinstance(data, dict) else data
         return JSONResponse(body, status_code=status)

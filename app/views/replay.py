@@ -16,6 +16,7 @@ from app.replay import wayback as replay
 from app.replay import withdrawal
 from app.replay.citations import public_base
 from archive import memento
+from app.capture.browser import rendered_views
 
 router = APIRouter()
 _SPEC = re.compile(r"^(\d{1,17})(id_)?$")
@@ -96,8 +97,6 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
 
 def _rendered(session: Session, snap) -> dict | None:
     """The rendered DOM and screenshot of a browser capture of this page (issue 16), or None."""
-    from app.capture.browser import rendered_views
-
     return rendered_views(session, snap)
 
 

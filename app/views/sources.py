@@ -15,6 +15,7 @@ from app.accounts import auth
 from app.pages.view_models import sources_page
 from app.claims.sources import get_source
 from app.views.rendering import redirect, render
+from app.watch.worker import enqueue
 
 router = APIRouter(include_in_schema=False)
 
@@ -38,7 +39,6 @@ async def crawl_now(request: Request, session: Session = Depends(get_session),
     auth.check_csrf(request, form.get("csrf_token"))
     src = get_source(session, str(form.get("name") or ""))
     session.commit()  # release the request's read transaction before the crawl row is written (SQLite)
-    from app.watch.worker import enqueue
 
     # queued, answered at once (issue 17): the job queue runs it; the page shows its progress
     _, new = await run_in_threadpool(enqueue, request.app.state.db, src, "manual")

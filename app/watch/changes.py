@@ -24,6 +24,7 @@ from app.db import Database, chunked
 from app.errors import BadRequest
 from app.replay.citations import absolute, citation_path
 from app.models import (ChangeEvent, CitedMark, Entry, EntryVersion, Flag, Recipe, Snapshot, Source, utcnow)
+from datetime import timezone
 
 FIGURES = ("headline_tps", "steady_low", "steady_high", "acceptance_rate", "draft_tokens", "concurrency",
            "gpu_count", "quantization", "engine_version")
@@ -381,8 +382,6 @@ def title(ev: dict) -> str:
 
 
 def _iso(when: datetime) -> str:
-    from datetime import timezone
-
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).isoformat()
 
 

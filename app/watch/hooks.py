@@ -29,6 +29,7 @@ from app.watch.jobs import TASK_DELIVER, DeliveryFailed, queue_for, register_han
 from archive.fetcher import Fetcher
 from archive.surt import InvalidURL
 from archive.urls import check_url
+from datetime import datetime, timezone
 
 MIN_SECRET = 16
 MAX_LOG = 20
@@ -161,8 +162,6 @@ def deliver(db: Database, delivery_id: int, *, final: bool = False) -> str:
 
 def _plain(obj):
     """The event as JSON text would carry it: times in UTC with their offset (as the API writes them)."""
-    from datetime import datetime, timezone
-
     def default(v):
         if isinstance(v, datetime):
             return (v.replace(tzinfo=timezone.utc) if v.tzinfo is None else v.astimezone(timezone.utc)).isoformat()

@@ -40,7 +40,7 @@ ORPHAN_AFTER = timedelta(minutes=10)  # a crawl row queued this long ago without
 
 
 def procrastinate_schema_sql() -> str:
-    from procrastinate.schema import SchemaManager
+    from procrastinate.schema import SchemaManager  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
     return SchemaManager.get_schema()
 
@@ -89,7 +89,7 @@ def crawl_lock(source_id: int) -> str:
 
 
 def _strategies(settings):
-    from procrastinate.retry import BaseRetryStrategy, RetryDecision, RetryStrategy
+    from procrastinate.retry import BaseRetryStrategy, RetryDecision, RetryStrategy  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
     class HookRetry(BaseRetryStrategy):
         """CAVEAT_HOOK_RETRY_WAIT seconds, doubled per attempt, CAVEAT_HOOK_ATTEMPTS attempts in all."""
@@ -105,7 +105,7 @@ def _strategies(settings):
 
 def build_app(db: Database, connector):
     """A procrastinate App with Caveat's two jobs, bound to ``db``."""
-    import procrastinate
+    import procrastinate  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
     app = procrastinate.App(connector=connector)
     crawl_retry, hook_retry = _strategies(db.settings)
@@ -126,14 +126,14 @@ class PgQueue:
     """Defers jobs into procrastinate's tables through the app's own SQLAlchemy engine (psycopg2)."""
 
     def __init__(self, db: Database):
-        from procrastinate.contrib.sqlalchemy import SQLAlchemyPsycopg2Connector
+        from procrastinate.contrib.sqlalchemy import SQLAlchemyPsycopg2Connector  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
         self.db = db
         self.app = build_app(db, SQLAlchemyPsycopg2Connector())
         self.app.open(db.engine)
 
     def defer_crawl(self, crawl_id: int, source_id: int) -> int | None:
-        from procrastinate.exceptions import AlreadyEnqueued
+        from procrastinate.exceptions import AlreadyEnqueued  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
         lock = crawl_lock(source_id)
         try:
@@ -160,7 +160,7 @@ class LocalQueue:
     worker on a thread of this process, running the same jobs."""
 
     def __init__(self, db: Database):
-        from procrastinate.testing import InMemoryConnector
+        from procrastinate.testing import InMemoryConnector  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
         self.db = db
         self.app = build_app(db, InMemoryConnector())
@@ -190,7 +190,7 @@ class LocalQueue:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
 
     def defer_crawl(self, crawl_id: int, source_id: int) -> int | None:
-        from procrastinate.exceptions import AlreadyEnqueued
+        from procrastinate.exceptions import AlreadyEnqueued  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
         lock = crawl_lock(source_id)
         try:

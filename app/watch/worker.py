@@ -145,7 +145,7 @@ async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, 
 def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STALLED_AFTER,
                heartbeat: float = HEARTBEAT, say=print, once: bool = False) -> None:
     """Run jobs until SIGINT/SIGTERM (``once``: until the queue is empty)."""
-    from procrastinate import PsycopgConnector
+    from procrastinate import PsycopgConnector  # noqa: PLC0415 (heavy optional import: procrastinate (psycopg 3, its app) loads only where jobs run)
 
     if not is_postgres(db):
         raise BadRequest("`caveat worker` needs PostgreSQL (CAVEAT_DATABASE_URL=postgresql+psycopg2://...): "

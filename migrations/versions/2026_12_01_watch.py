@@ -97,7 +97,7 @@ def upgrade() -> None:
     op.create_index("ix_hook_deliveries_status", "hook_deliveries", ["status", "id"])
     bind = op.get_bind()
     if bind.dialect.name == "postgresql" and not sa.inspect(bind).has_table("procrastinate_jobs"):
-        from app.services.jobs import procrastinate_schema_sql
+        from app.watch.jobs import procrastinate_schema_sql
 
         op.execute(procrastinate_schema_sql())
 
