@@ -53,6 +53,7 @@ FIELDS: dict[str, type | tuple] = {
     "gen_tokens": int,          # generation length (tg128 -> 128)
     "prompt_tokens": int,
     "prompt": str,              # the prompt as described ("Count from 1 to 50")
+    "lead": str,                # the words that introduce a pasted tool output (its caption, command and prompt lines)
     "output_sample": str,
     # conditions and people
     "clocks": str,              # locked/raised clocks as stated

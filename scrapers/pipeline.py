@@ -53,12 +53,15 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
         if blk.kind == "code":
             found = tools.read_code(blk, text)
             if found is not None:
+                _lead(found, _code_lead(blk))
                 drafts += [(d, blk) for d in found]
                 continue
         for sub in inner:
             if sub.kind == "table":
                 n_tables += 1
                 found = tools.read_table(sub, text)
+                if found is not None:
+                    _lead(found, sub.caption or (blk.caption if blk is not sub else ""))
                 if found is None:
                     found = read_table(sub.table, caption=sub.caption or (blk.caption if blk is not sub else ""),
                                        heading=_heading(sub), warnings=result.warnings, seen=seen)
@@ -80,6 +83,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                     drafts.append((d, blk))
             elif sub.kind == "text":
                 found, claimed = tools.read_text(sub, text)
+                _lead(found, _text_lead(sub, claimed, blk))
                 for d in found:
                     d.block = d.block or sub
                 drafts += [(d, blk) for d in found]
@@ -126,6 +130,38 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
 
 
 _SCAN_MODELS = 200_000
+_PROMPT_LINE = re.compile(r"^\s*(?:\$|>>>|>|#|❯|PS>)\s*\S.*$", re.M)
+LEAD_MAX = 400
+_TOOL_LINE = re.compile(r"^\s*[A-Za-z_][\w .()/-]{0,40}:\s*[\d.]")
+
+
+def _lead(drafts: list, lead: str) -> None:
+    """Give a tool output's entries the words that introduce it (read clause by clause by the audit)."""
+    lead = lead.strip()
+    if lead:
+        for d in drafts:
+            d.builder.put("lead", lead[-LEAD_MAX:], None)
+
+
+def _code_lead(blk: Block) -> str:
+    """A code block's caption and the command or prompt lines inside it ("$ ollama run ... 'Recite ...'")."""
+    lines = [m.group(0).strip() for m in _PROMPT_LINE.finditer(blk.text[:20_000])][:4]
+    return "\n".join(x for x in [blk.caption.strip(), *lines] if x)
+
+
+def _text_lead(sub: Block, claimed: list[tuple[int, int]], outer: Block) -> str:
+    """The words of a text block before the tool output read from it (its last paragraph), else the caption."""
+    if not claimed:
+        return ""
+    first = min(a for a, _b in claimed)
+    before = sub.text[: max(0, first - sub.start)] if first >= sub.start else ""
+    lines = before.splitlines()
+    while lines and (not lines[-1].strip() or _TOOL_LINE.match(lines[-1])):
+        lines.pop()          # the tool's own lines above the one it claimed, and blank lines
+    para = re.split(r"\n\s*\n", "\n".join(lines).strip())[-1] if lines else ""
+    if not para.strip() and outer is not sub:
+        para = outer.caption or ""
+    return para
 
 
 def sole_model(text: str) -> str | None:

@@ -89,11 +89,15 @@ def _same(a, b) -> bool:
 
 
 def judge(item: dict, entries: list[dict]) -> str:
-    """``clean`` (a clean quotable headline), ``held`` (read, not clean) or ``not_read``."""
+    """``clean`` (the figure is quoted as a clean headline), ``held`` (read, not quoted clean: another
+    basis, or its recipe quotes a lower clean figure of another row instead) or ``not_read``. A benign
+    item is quotable when its recipe quotes a clean headline."""
     mine = [e for e in entries if _same(e["headline_tps"], item["figure"])]
     if not mine:
         return "not_read"
-    return "clean" if any(e["basis"] == "headline" for e in mine) else "held"
+    if item["expect"] == "benign":
+        return "clean" if any(e["basis"] == "headline" for e in mine) else "held"
+    return "clean" if any(e["basis"] == "headline" and _same(e["working"], item["figure"]) for e in mine) else "held"
 
 
 def score(items: list[dict], results: dict[str, list[dict]]) -> dict:

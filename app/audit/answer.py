@@ -159,6 +159,9 @@ def recipe_answer(settings: Settings, recipe_id: str, group, flags_by_entry: dic
             citations.append({"label": label, "value": value, "citation": url})
 
     quotable_tps, basis, reason = working.tps, working.basis, working.reason
+    unreviewed_tps = None
+    if basis == "unreviewed":   # shown, never quoted: the notes hold clauses nobody has read yet
+        quotable_tps, unreviewed_tps = None, working.tps
     phases = {phase_of(i.fields) for i in group}
     phase = phases.pop() if len(phases) == 1 else None
     if basis != "none" and group and all(phase_of(i.fields) in NOT_DECODE for i in group):
@@ -187,7 +190,7 @@ def recipe_answer(settings: Settings, recipe_id: str, group, flags_by_entry: dic
     recipe = _recipe_loaded(group, recipe_id)
     key = recipe.key if recipe is not None and recipe.key else (recipe_key(top.fields) if top is not None else None)
     answer = {"recipe_id": recipe_id, **_describes(top, phase), "key": key,
-              "quotable_tps": quotable_tps, "basis": basis, "reason": reason,
+              "quotable_tps": quotable_tps, "basis": basis, "reason": reason, "unreviewed_tps": unreviewed_tps,
               "headline_tps": working.headline_tps,
               "inflation_ratio": working.inflation_ratio if quotable_tps is not None else None,
               "steady_state": steady, "measurement": measurement, "flags": flags, "citations": citations,

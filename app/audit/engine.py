@@ -27,7 +27,7 @@ from app.db import chunked
 from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot, utcnow
 from app.replay import citations
 from app.audit.answer import cite, cite_ref, recipe_answer, standing  # noqa: F401  (cite, cite_ref re-exported)
-from app.audit.rules import RULESET_VERSION, SEVERITY_RANK, Context, Finding, Rung, Steady, run_rules
+from app.audit.rules import RULESET_VERSION, SEVERITY_RANK, read_entry, Context, Finding, Rung, Steady, run_rules
 from app.audit.working import Candidate, StandingFlag, decide, lowest_steady
 
 CHUNK = 500
@@ -306,7 +306,7 @@ def plan_audit(session: Session, settings: Settings, entries: list[Entry], recip
     for group in groups.values():
         shared = _group_context(group)
         for item in group:
-            findings = run_rules(item.fields, item.quotes, _context(item, shared, page))
+            findings = run_rules(item.fields, item.quotes, _context(item, shared, page), read_entry(item.fields))
             flags_by_entry[item.entry.id] = _store_flags(session, settings, item, findings,
                                                          existing.setdefault(item.entry.id, {}), inserts,
                                                          flag_changes)

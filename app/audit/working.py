@@ -22,7 +22,8 @@ from typing import Iterable
 
 from app.audit.rules import BLOCKING
 
-BASES = ("measured", "steady_state", "headline", "none")
+BASES = ("measured", "steady_state", "headline", "unreviewed", "none")
+UNREAD = "not_understood"   # the flag the clause reader raises for notes it did not understand
 NOT_DECODE = ("prefill", "e2e")
 
 
@@ -168,6 +169,15 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
         tps, reason = cap(tps, f"{how}: no measurement or stated steady state, and no critical or high flag "
                                "left standing")
         return _result(tps, "headline", reason, headline, steady)
+    # fail closed: a headline whose only blocking flag is notes Caveat did not understand is shown, not quoted
+    pending = [c for c in scope if _ok(c.headline_tps) and not c.superseded and _blocking(c)
+               and all(f.rule == UNREAD for f in _blocking(c))]
+    if pending:
+        values = [(headline_value(c), c) for c in pending]
+        (tps, how), c = min(values, key=lambda v: v[0][0])
+        tps, reason = cap(tps, f"{how}, unreviewed: the notes hold clauses Caveat did not understand, so it is "
+                               "not quoted until a reviewer reads them (the not_understood flag)")
+        return _result(tps, "unreviewed", reason, headline, steady)
     if headline is None:
         return _result(None, "none", "the page gives no throughput figure", None, steady)
     blocking = sorted({f"{f.rule} ({f.severity})" for c in scope for f in _blocking(c)})

@@ -7,19 +7,94 @@ Bump ``RULESET_VERSION`` whenever a rule's meaning changes; every stored flag re
 
 from __future__ import annotations
 
+import re
+
 from app.audit.rules import acceptance, conditions, headline, repetition  # noqa: F401  (registers)
 from app.audit.rules.base import RULES, SEVERITY_RANK, Context, Finding, Rung, Steady
+from app.audit.rules.clauses import Clause, read_entry
 
-RULESET_VERSION = "2026.12.4"
+RULESET_VERSION = "2026.12.5"
 SEVERITIES = ("critical", "high", "medium", "low")
 BLOCKING = ("critical", "high")  # a headline with one of these standing is never the working number
 
 __all__ = ["RULES", "RULESET_VERSION", "SEVERITY_RANK", "SEVERITIES", "BLOCKING", "Context", "Finding", "Rung",
-           "Steady", "run_rules"]
+           "Steady", "run_rules", "read_entry", "NOT_UNDERSTOOD", "CLAUSE_RULES"]
+
+NOT_UNDERSTOOD = "not_understood"
+# Rules only the clause reader raises (the others it raises beside the rule of the same id, when that one
+# did not fire on the same entry): id -> (default severity, what it means).
+CLAUSE_RULES = {
+    "warm_cache": ("high", "The figure was measured on a warm or hit cache (or a repeated identical request), which "
+                           "skips work a fresh request does."),
+    "not_measured": ("critical", "The figure is an estimate, a projection or a theoretical value, not a measurement: "
+                                 "nothing about it may be quoted as a speed."),
+    NOT_UNDERSTOOD: ("high", "The notes say something Caveat did not understand; a reviewer must read it before the "
+                             "headline may be quoted."),
+}
 
 
-def run_rules(fields: dict, quotes: dict | None = None, ctx: Context | None = None) -> list[Finding]:
-    """Every finding for one entry, most severe first, then by rule id."""
+def _clause_quote(c: Clause) -> dict:
+    return {"field": c.field if not c.field.startswith("extra.") else "_extra", "text": c.text}
+
+
+def _short_output(fields: dict) -> Clause | None:
+    """A decode figure over 64 generated tokens or fewer (``gen_tokens``, or the test ``tgN``) is a burst:
+    it blocks the headline (high), whatever words the page used."""
+    n = fields.get("gen_tokens")
+    test = str(fields.get("test") or "")
+    m = re.fullmatch(r"\s*tg\s*(\d+)\s*", test, re.I)
+    if not isinstance(n, int) and m:
+        n = int(m.group(1))
+    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n <= 64 or fields.get("phase") in ("prefill", "e2e"):
+        return None
+    where = "gen_tokens" if isinstance(fields.get("gen_tokens"), int) else "test"
+    return Clause(where, str(fields.get(where)), 0, 0, "condition", "short_shape", "high", "short_output",
+                  f"{n} generated tokens: a burst, 64 tokens or fewer")
+
+
+def clause_findings(reading: list[Clause], found: list[Finding], fields: dict | None = None) -> list[Finding]:
+    """What the clause reading adds to the rules' findings: a condition clause raises its rule (or makes
+    the rule's finding as severe as the clause says, quoting the clause); clauses not understood raise
+    ``not_understood``, each quoted."""
+    by_rule = {f.rule: f for f in found}
+    out = list(found)
+    short = _short_output(fields) if fields is not None else None
+    if short is not None:
+        reading = [*reading, short]
+    scope = (fields or {}).get("scope")
+    for c in reading:
+        if c.reading != "condition" or not c.rule:
+            continue
+        if c.rule == "aggregate_as_single_stream" and (scope == "aggregate" or (fields or {}).get("concurrency") is not None):
+            continue    # the reader already read the figure's scope or concurrency: the rule of that name judges it
+        f = by_rule.get(c.rule)
+        if f is None:
+            f = Finding(c.rule, c.severity or CLAUSE_RULES.get(c.rule, ("high",))[0],
+                        f"The notes state it: {c.detail or c.text}.", {"clause": c.kind}, [_clause_quote(c)])
+            by_rule[c.rule] = f
+            out.append(f)
+            continue
+        if SEVERITY_RANK.get(c.severity or "", 0) > SEVERITY_RANK[f.severity]:
+            f.severity = c.severity
+            f.explanation = f"{f.explanation} The notes make it {c.severity}: {c.detail or c.text}."
+        if all(q.get("text") != c.text for q in f.quotes):
+            f.quotes.append(_clause_quote(c))
+    unread = [c for c in reading if c.reading == "not_understood"]
+    if unread:
+        listed = "; ".join(f"\u00ab{c.text}\u00bb" for c in unread[:5]) + (f" and {len(unread) - 5} more" if len(unread) > 5 else "")
+        out.append(Finding(NOT_UNDERSTOOD, CLAUSE_RULES[NOT_UNDERSTOOD][0],
+                           f"Caveat did not understand {'this clause' if len(unread) == 1 else 'these clauses'} of the "
+                           f"notes: {listed}. A reviewer must read {'it' if len(unread) == 1 else 'them'} (dismiss this "
+                           "flag if harmless) before the headline may be quoted.",
+                           {"clauses": len(unread)}, [_clause_quote(c) for c in unread[:10]]))
+    return out
+
+
+def run_rules(fields: dict, quotes: dict | None = None, ctx: Context | None = None,
+              reading: list[Clause] | None = None) -> list[Finding]:
+    """Every finding for one entry, most severe first, then by rule id: the rules', then what the clause
+    reading of its notes adds (``reading``: :func:`read_entry` of the fields, when the caller has it)."""
     ctx = ctx or Context()
     found = [f for r in RULES.values() if (f := r.run(fields, quotes or {}, ctx)) is not None]
+    found = clause_findings(read_entry(fields) if reading is None else reading, found, fields)
     return sorted(found, key=lambda f: (-SEVERITY_RANK[f.severity], f.rule))
