@@ -88,9 +88,11 @@ class QuotableBody(Open):
     concurrency: Parsed = None
     test: Parsed = None
     key: dict[str, Any] | None = Field(None, description="The recipe's configuration key (what its id hashes).")
-    quotable_tps: float | None
-    basis: Literal["measured", "steady_state", "headline", "none"]
+    quotable_tps: float | None = Field(..., description="The number a reader may quote; null with basis unreviewed or none.")
+    basis: Literal["measured", "steady_state", "headline", "unreviewed", "none"]
     reason: str
+    unreviewed_tps: float | None = Field(None, description="With basis unreviewed: the number that would be quoted once "
+                                                           "a reviewer has read the clauses Caveat did not understand.")
     headline_tps: float | None = None
     inflation_ratio: float | None = None
     steady_state: SteadyState | None = None

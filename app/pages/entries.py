@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from app.audit.rules import read_entry
 from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
@@ -134,6 +135,7 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
         for name, text in prov.items() if not name.startswith("_")
     }
     out["context"] = ((current.provenance or {}) if current else {}).get("_context")
+    out["notes_reading"] = notes_reading(settings, cid, out["fields"], out["extra"], prov)
     out["history"] = [
         {"version": v.version_no, "snapshot": vcid, "captured_at": cap.isoformat() if cap else None, "url": url,
          "changed_fields": v.changed_fields or {}, "warnings": v.warnings or [], "parser": v.parser,
@@ -143,6 +145,33 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
         for v, vcid, cap, url in versions
     ]
     out["recipe"] = f"/api/recipes/{e.recipe_id}" if e.recipe_id else None
+    return out
+
+
+def notes_reading(settings: Settings, citation_id: str | None, fields: dict, extra: dict, prov: dict) -> list[dict]:
+    """What Caveat made of each clause of the entry's notes (issue 25): ``text``, ``field``, ``reading``
+    (condition | benign | not_understood | context), ``rule``, ``kind``, and, where the field's archived
+    text is pinned, the clause's own ``selector`` (TextQuoteSelector and TextPositionSelector) and
+    ``citation``."""
+    selectors = prov.get("_selectors") or {}
+    out = []
+    for c in read_entry({**fields, "_extra": extra} if extra else fields):
+        item = {k: v for k, v in c.as_dict().items() if k not in ("start", "end")}
+        sel = selectors.get(c.field) if isinstance(selectors, dict) else None
+        quote = prov.get(c.field)
+        if isinstance(sel, dict) and isinstance(quote, str) and quote == str(fields.get(c.field)) and c.end > c.start:
+            start = sel.get("start")
+            exact = quote[c.start:c.end]
+            prefix = ((sel.get("prefix") or "") + quote[:c.start])[-32:]
+            suffix = (quote[c.end:] + (sel.get("suffix") or ""))[:32]
+            item["selector"] = {"exact": exact, "prefix": prefix, "suffix": suffix,
+                                "start": start + c.start if isinstance(start, int) else None,
+                                "end": start + c.end if isinstance(start, int) else None}
+            item["citation"] = quote_url(settings, citation_id, exact, item["selector"]) if citation_id else None
+        else:
+            item["selector"] = None
+            item["citation"] = quote_url(settings, citation_id, c.text) if citation_id and c.end > c.start else None
+        out.append(item)
     return out
 
 

@@ -182,6 +182,9 @@ def verdict(entry: dict, standing: list[dict]) -> dict:
         return {"kind": "do-not-quote", "text": "Do not quote this entry",
                 "why": why or "no measurement, no stated steady state, and the headline is flagged",
                 "worst": worst}
+    if basis == "unreviewed":
+        return {"kind": "unreviewed", "text": f"Not quotable yet: {_num(float(work))} tok/s waits for a reviewer",
+                "why": why or "the notes hold clauses Caveat did not understand", "worst": worst}
     if head is not None and abs(work - head) < 1e-9 and basis == "headline":
         return {"kind": "quote-this", "text": f"Quote this: {_num(float(work))} tok/s, the headline",
                 "why": why, "worst": worst}
@@ -215,6 +218,7 @@ def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
             "reason": (recipe["quotable"] or {}).get("reason"), "rungs": len(recipe["ladder"]),
         },
         "notes": note_segments(entry.get("notes"), _evidence_quotes(flags)),
+        "notes_reading": entry.get("notes_reading") or [],
         "chart": ladder_chart(ladder, _steady(recipe, entry), highlight=entry_id),
         "decisions": list_decisions(session, entry_id=entry_id, limit=100),
     }

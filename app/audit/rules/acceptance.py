@@ -46,7 +46,17 @@ def full_acceptance(f, q, ctx):
     if not reasons:
         return None
     numbers["reasons"] = reasons
-    return {"numbers": numbers, "quotes": _dedupe(quotes)}
+    every = (rate is not None and rate >= 0.9995) or (acc is not None and drafted and acc == drafted) or bool(
+        rates and all(r is not None and r >= 0.9995 for r in rates)) or bool(hit and re.search(r"1\.0+\b|100", hit[1].group(0)))
+    said = "; ".join(reasons)
+    if every:
+        text = (f"Every drafted token was accepted ({said}): the speculative decoder was replaying text it had "
+                "already seen, which real prompts do not allow.")
+    else:
+        text = (f"Nearly every drafted token was accepted ({said}): at that acceptance the proposer is almost "
+                "always right, as it is when it replays text the model already produced; real prompts do not "
+                "allow it.")
+    return {"numbers": numbers, "quotes": _dedupe(quotes), "explanation": text}
 
 
 def _dedupe(quotes):

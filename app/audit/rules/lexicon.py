@@ -195,6 +195,7 @@ NEGATION = re.compile(r"(?:\bno(?:t)?\b|\bnever\b|\bwithout\b|\bdisabled?\b|\bco
 
 # -- benign statements --------------------------------------------------------------------------------
 BENIGN: list[tuple[str, re.Pattern]] = [(k, re.compile(p, I)) for k, p in [
+    ("kv_8bit", r"\b(?:kv|k/v)[^,;]{0,20}?(?:q8_0|fp8|8[- ]?bit|int8|f16|fp16|bf16)\b|-ct[kv]\s+(?:q8_0|f16)"),
     ("tool_output", r"\b(?:total duration|load duration|prompt eval (?:count|duration|rate|time)|eval (?:count|duration|rate|time)|sample time|llama_perf\w*|"
                     r"running: \d+ reqs?|waiting: \d+ reqs?|swapped: \d+ reqs?|gpu kv cache usage|cpu kv cache usage|avg (?:prompt|generation) throughput|"
                     r"successful requests|benchmark duration|total input tokens|total generated tokens|request throughput|mean ttft|median ttft|p99 ttft|"
@@ -217,7 +218,6 @@ BENIGN: list[tuple[str, re.Pattern]] = [(k, re.compile(p, I)) for k, p in [
                       r"concurrency\s*[=:]?\s*1\b|1 (?:user|stream|concurrent)|sequential(?:ly)?|one at a time|no (?:batching|concurrency))\b|单(?:用户|请求|并发|流)|并发\s*1\b|シングル(?:ユーザー|ストリーム)|同時\s*1\b|1ユーザー|単一(?:ユーザー|リクエスト|ストリーム)|バッチ(?:サイズ)?\s*1\b|批(?:大小|量)?\s*1\b"),
     ("sampling", r"\b(temp(?:erature)?|top[_ -]?p|top[_ -]?k|min[_ -]?p|greedy|seed|sampling|sampler|repetition[_ -]penalty|rep[_ -]pen|do[_ -]sample)\b|温度|采样|サンプリング"),
     ("quantization", r"\b(q\d_k(?:_[sml])?|q\d_\d|iq\d\w*|gguf|awq|gptq|exl[23]|fp8|fp16|bf16|int8|w8a8|w4a16|nvfp4|mxfp4|\d(?:\.\d+)?\s*bpw|\d+[- ]?bit (?:weights|quant\w*|model)|quantized|unquantized|full precision)\b|量化|量子化"),
-    ("kv_8bit", r"\b(?:kv|k/v)[^,;]{0,20}?(?:q8_0|fp8|8[- ]?bit|int8|f16|fp16|bf16)\b|-ct[kv]\s+(?:q8_0|f16)"),
     ("flags", r"(?:^|\s)--?[a-z][\w-]*|\b(flash[- ]?attn\w*|flash attention|fa\s*[=:]?\s*(?:on|1)|cuda graphs?|tensor[- ]parallel\w*|tp\s*[=:]?\s*\d|pipeline[- ]parallel|ngl|offload\w*|mmap|mlock|numa|threads?\s*[=:]?\s*\d|\d+ threads)\b"),
     ("build", r"\b(build|commit|version|release|tag|b\d{3,5}|v\d+(?:\.\d+)+|\d+\.\d+\.\d+|[0-9a-f]{7,40}|nightly build \d|docker image|image)\b|版本|バージョン"),
     ("driver", r"\b(compute capability|vmm|ggml_\w+|found \d+ \w+ devices?|driver|cuda|rocm|cudnn|nccl|vulkan|metal|opencl|sycl|kernel \d|firmware|bios)\b|驱动|ドライバ"),
