@@ -31,6 +31,17 @@ class Forbidden(CaveatError):
     status = 403
 
 
+class Withheld(CaveatError):
+    """The capture asked for is withdrawn (410) or restricted (403). Whatever route asked, the answer is its
+    tombstone (``tombstone``, the body ``/c/{id}.json`` gives), never its bytes, text or (restricted) its
+    URL and digests."""
+
+    def __init__(self, tombstone: dict):
+        super().__init__(tombstone.get("error") or "this capture is withheld")
+        self.status = int(tombstone.get("status") or 410)
+        self.tombstone = tombstone
+
+
 class Conflict(CaveatError):
     status = 409
 

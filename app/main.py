@@ -19,7 +19,7 @@ from app.api.quotable import install as install_quotable_fast_path
 from app.config import Settings
 from app.db import Database
 from app.deps import get_session  # noqa: F401  (re-exported for old imports)
-from app.errors import CaveatError
+from app.errors import CaveatError, Withheld
 from app.replay.citations import RequestOrigin
 from app.replay.wayback import ReplayOriginGuard
 from app.security import BoundedIntegers, SecurityHeaders
@@ -53,6 +53,18 @@ def error_response(request: Request, status: int, message: str, detail: dict | N
     )
 
 
+def withheld_response(request: Request, data: dict):
+    """A withdrawn or restricted capture, asked for through any route: its tombstone, as ``/c/{id}`` answers
+    (JSON on machine routes, the tombstone page otherwise); never cached."""
+    headers = {"Cache-Control": "no-store"}
+    if wants_json(request):
+        return JSONResponse(data, status_code=data["status"], headers=headers)
+    templates: Jinja2Templates = request.app.state.templates
+    return templates.TemplateResponse(request, "tombstone.html", {"c": data, "user": None,
+                                                                  "json_href": f"/c/{data['id']}.json"},
+                                      status_code=data["status"], headers=headers)
+
+
 def create_app(settings: Settings | None = None, *, check_migrated: bool = True) -> FastAPI:
     settings = settings or Settings()
     db = Database(settings)
@@ -72,6 +84,10 @@ def create_app(settings: Settings | None = None, *, check_migrated: bool = True)
     @app.exception_handler(CaveatError)
     async def _caveat_error(request: Request, exc: CaveatError):
         return error_response(request, exc.status, exc.message, exc.detail or None)
+
+    @app.exception_handler(Withheld)
+    async def _withheld(request: Request, exc: Withheld):
+        return withheld_response(request, exc.tombstone)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException):

@@ -39,7 +39,7 @@ def create_citation(body: CitationRequest, request: Request, session: Session = 
         answer = quote_body(citations.make_quote_citation(session, settings, cid, body.q, body.prefix, body.suffix))
         _mark_cited(session, cid)
         return answer
-    snap = citations.lookup(session, cid)
+    snap = citations.lookup(session, settings, cid)   # withheld: 410/403 with the tombstone
     _mark_cited(session, snap.citation_id)
     data = snapshot_body(citations.snapshot_json(settings, snap))
     return ok({"id": snap.citation_id, "url": data["url"], "citation": data["citation_url"],

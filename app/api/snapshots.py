@@ -17,7 +17,7 @@ from app.api.schemas import ERRORS, QuoteCitation, Snapshot, SnapshotList
 from app.errors import BadRequest
 from app.deps import get_session
 from app.models import Snapshot as SnapshotRow
-from app.replay import citations
+from app.replay import citations, withdrawal
 from app.replay.wayback import captures
 from archive.surt import surt
 
@@ -54,7 +54,8 @@ def list_snapshots(request: Request, url: str | None = Query(None, description="
                    session: Session = Depends(get_session)) -> dict:
     if not url:
         raise BadRequest("give the archived page's address: /api/snapshots?url=https://example.org/page")
-    total = session.scalar(select(func.count(SnapshotRow.id)).where(SnapshotRow.surt == surt(url)))
+    total = session.scalar(select(func.count(SnapshotRow.id)).where(SnapshotRow.surt == surt(url),
+                                                                  withdrawal.public_condition()))
     rows = captures(session, url, limit=offset + limit)[offset:]
     settings = request.app.state.settings
     items = [snapshot_body(citations.snapshot_json(settings, s)) for s in rows]

@@ -15,8 +15,9 @@ from app.replay.withdrawal import record_access_change
 def change_access(db: Database, citation_id: str, action: str, reason: str, *, actor: str,
                   user_id: int | None = None) -> dict:
     """Withdraw, restrict or reinstate ``citation_id`` and re-audit what was read from it."""
-    out, snapshot_id = record_access_change(db, citation_id, action, reason, actor=actor, user_id=user_id)
-    reaudit_snapshot(db, snapshot_id)
+    out, snapshot_ids = record_access_change(db, citation_id, action, reason, actor=actor, user_id=user_id)
+    for snapshot_id in snapshot_ids:   # the capture and what followed it (a browser capture's DOM is what is parsed)
+        reaudit_snapshot(db, snapshot_id)
     return out
 
 

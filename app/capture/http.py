@@ -240,12 +240,16 @@ class _Planner:
             for key, ts in session.execute(select(Snapshot.surt, Snapshot.timestamp)
                                            .where(Snapshot.surt.in_(chunk), Snapshot.timestamp >= earliest)):
                 self.used_ts[key].add(ts)
-        self.originals: dict[str, dict] = {}  # sha256 hex -> first response with that payload
+        # sha256 hex -> first public response with that payload. Never a withdrawn or restricted one: a
+        # revisit serves its original's bytes, so a new capture of a withheld page is stored whole (and is
+        # public, a capture in its own right) rather than as a revisit that would show the withheld record.
+        self.originals: dict[str, dict] = {}
         shas = sorted({h.sha256.hex() for h in hops if h.body_length > 0})
         cols = (Snapshot.id, Snapshot.sha256, Snapshot.record_id, Snapshot.url, Snapshot.timestamp)
         for chunk in chunked(shas):
             for row in session.execute(select(*cols).where(Snapshot.sha256.in_(chunk),
-                                                           Snapshot.record_type == "response")
+                                                           Snapshot.record_type == "response",
+                                                           Snapshot.access == "public")
                                        .order_by(Snapshot.id)):
                 self.originals.setdefault(row.sha256, dict(row._mapping))
 

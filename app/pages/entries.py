@@ -15,7 +15,7 @@ from app.config import Settings
 from app.errors import BadRequest, NotFound
 from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
 from app.audit import engine as audit
-from app.replay import citations
+from app.replay import citations, withdrawal
 
 MAX_LIMIT = 500
 SEVERITIES = ("critical", "high", "medium", "low")
@@ -44,8 +44,29 @@ def _flags(session: Session, entry_ids: list[int]) -> dict[int, list[dict]]:
     return {eid: list(fl) for eid, fl in audit.flags_for_entries(session, entry_ids).items()}
 
 
+def _withheld(access: str | None) -> bool:
+    return (access or withdrawal.PUBLIC) != withdrawal.PUBLIC
+
+
+def withheld_marker(citation_id: str | None, access: str | None) -> dict | None:
+    """What an entry read from a withdrawn or restricted capture says instead of its figures and text."""
+    if not _withheld(access):
+        return None
+    return {"snapshot": citation_id, "access": access, "status": withdrawal.STATUS_OF.get(access, 410),
+            "note": "read from a capture that is withdrawn or restricted: its figures, notes and quotes are "
+                    "not shown (the citation answers with its tombstone)"}
+
+
 def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
-               provenance: dict | None, flags: list[dict]) -> dict:
+               provenance: dict | None, flags: list[dict], access: str | None = None) -> dict:
+    if _withheld(access):   # nothing read from a withheld capture: no figures, notes, quotes or selectors
+        out = {"id": e.id, "source": source_name, "model": e.model, "hardware": e.hardware, "gpu_count": e.gpu_count,
+               "engine": e.engine, "engine_version": None, "quantization": e.quantization, "headline_tps": None,
+               "steady_state": None, "draft_tokens": None, "acceptance_rate": None, "concurrency": e.concurrency,
+               "recipe_id": e.recipe_id, "notes": None, "snapshot": citation_id,
+               "citation": quote_url(settings, citation_id, None), "working_tps": None, "basis": "none",
+               "flags": [], "gone": e.gone, "withheld": withheld_marker(citation_id, access)}
+        return out
     steady = None
     if e.steady_low is not None or e.steady_high is not None:
         steady = {"low": e.steady_low, "high": e.steady_high}
@@ -57,13 +78,13 @@ def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_i
         "acceptance_rate": e.acceptance_rate, "concurrency": e.concurrency, "recipe_id": e.recipe_id,
         "notes": e.notes, "snapshot": citation_id,
         "citation": quote_url(settings, citation_id, headline_quote, _selector(provenance, "headline_tps")),
-        "working_tps": e.working_tps, "basis": e.basis, "flags": flags, "gone": e.gone,
+        "working_tps": e.working_tps, "basis": e.basis, "flags": flags, "gone": e.gone, "withheld": None,
     }
 
 
 def _rows_query():
     return (
-        select(Entry, Source.name, Snapshot.citation_id, EntryVersion.provenance)
+        select(Entry, Source.name, Snapshot.citation_id, EntryVersion.provenance, Snapshot.access)
         .outerjoin(Source, Source.id == Entry.source_id)
         .outerjoin(EntryVersion, EntryVersion.id == Entry.current_version_id)
         .outerjoin(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
@@ -72,7 +93,7 @@ def _rows_query():
 
 def _render(session: Session, settings: Settings, rows) -> list[dict]:
     flags = _flags(session, [r[0].id for r in rows])
-    return [entry_json(settings, e, name, cid, prov, flags.get(e.id, [])) for e, name, cid, prov in rows]
+    return [entry_json(settings, e, name, cid, prov, flags.get(e.id, []), access) for e, name, cid, prov, access in rows]
 
 
 def list_entries(session: Session, settings: Settings, *, source: str | None = None, model: str | None = None,
@@ -117,12 +138,14 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
     e = row[0]
     out = _render(session, settings, [row])[0]
     versions = session.execute(
-        select(EntryVersion, Snapshot.citation_id, Snapshot.captured_at, Snapshot.url)
+        select(EntryVersion, Snapshot.citation_id, Snapshot.captured_at, Snapshot.url, Snapshot.access)
         .join(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
         .where(EntryVersion.entry_id == e.id).order_by(EntryVersion.version_no)
     ).all()
     current = next((v for v, *_ in versions if v.id == e.current_version_id), None)
     cid = row[2]
+    if _withheld(row[4]):
+        current = None   # read from a withheld capture: none of its fields, quotes, selectors or context
     out["entry_key"] = e.entry_key
     out["fields"] = current.fields if current else {}
     out["extra"] = (current.extra if current else None) or {}
@@ -136,14 +159,7 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
     }
     out["context"] = ((current.provenance or {}) if current else {}).get("_context")
     out["notes_reading"] = notes_reading(settings, cid, out["fields"], out["extra"], prov)
-    out["history"] = [
-        {"version": v.version_no, "snapshot": vcid, "captured_at": cap.isoformat() if cap else None, "url": url,
-         "changed_fields": v.changed_fields or {}, "warnings": v.warnings or [], "parser": v.parser,
-         "headline_tps": (v.fields or {}).get("headline_tps"),
-         "citation": quote_url(settings, vcid, (v.provenance or {}).get("headline_tps"),
-                               _selector(v.provenance, "headline_tps"))}
-        for v, vcid, cap, url in versions
-    ]
+    out["history"] = [_version_json(settings, v, vcid, cap, url, access) for v, vcid, cap, url, access in versions]
     out["recipe"] = f"/api/recipes/{e.recipe_id}" if e.recipe_id else None
     return out
 
@@ -173,6 +189,18 @@ def notes_reading(settings: Settings, citation_id: str | None, fields: dict, ext
             item["citation"] = quote_url(settings, citation_id, c.text) if citation_id and c.end > c.start else None
         out.append(item)
     return out
+
+
+def _version_json(settings: Settings, v: EntryVersion, vcid: str, cap, url: str, access: str | None) -> dict:
+    if _withheld(access):   # the version is listed; nothing read from its capture is
+        return {"version": v.version_no, "snapshot": vcid, "captured_at": None, "url": None, "changed_fields": {},
+                "warnings": [], "parser": v.parser, "headline_tps": None, "citation": quote_url(settings, vcid, None),
+                "withheld": withheld_marker(vcid, access)}
+    return {"version": v.version_no, "snapshot": vcid, "captured_at": cap.isoformat() if cap else None, "url": url,
+            "changed_fields": v.changed_fields or {}, "warnings": v.warnings or [], "parser": v.parser,
+            "headline_tps": (v.fields or {}).get("headline_tps"),
+            "citation": quote_url(settings, vcid, (v.provenance or {}).get("headline_tps"),
+                                  _selector(v.provenance, "headline_tps")), "withheld": None}
 
 
 def get_recipe(session: Session, settings: Settings, recipe_id: str) -> dict:

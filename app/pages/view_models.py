@@ -197,8 +197,8 @@ def verdict(entry: dict, standing: list[dict]) -> dict:
 def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
     entry = entries_service.get_entry(session, settings, entry_id)
     row = session.get(Entry, entry_id)
-    flags = flags_for_entries(session, [entry_id], evidence=True).get(entry_id, [])
-    entry["flags"] = flags
+    flags = [] if entry.get("withheld") else flags_for_entries(session, [entry_id], evidence=True).get(entry_id, [])
+    entry["flags"] = flags   # read from a withheld capture: no flag quotes its text
     entry["basis_reason"] = row.basis_reason
     entry["inflation_ratio"] = row.inflation_ratio
     entry["max_severity"] = row.max_severity

@@ -16,7 +16,7 @@ from sqlalchemy import or_, select
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.errors import BadRequest, FixityError, NotFound
+from app.errors import BadRequest, FixityError, NotFound, Withheld
 from app.models import Entry, EntryVersion, Snapshot, Source
 from app.storage.snapshots import StoredResponse, find_by_citation, load_record
 from archive import memento, quoteview, textquote
@@ -67,8 +67,28 @@ def list_snapshots(session: Session, settings: Settings, url: str | None, *, lim
     return {"url": url, "count": len(rows), "snapshots": [snapshot_json(settings, s) for s in rows]}
 
 
-def lookup(session: Session, citation_id: str) -> Snapshot:
+def lookup_any(session: Session, citation_id: str) -> Snapshot:
+    """The snapshot ``citation_id`` names, withdrawn and restricted ones included: only for code that then
+    answers with the tombstone itself (``/c/{id}``) or changes the access."""
     return find_by_citation(session, citation_id)
+
+
+def lookup(session: Session, settings: Settings, citation_id: str) -> Snapshot:
+    """The snapshot ``citation_id`` names, if it may be shown. A withdrawn or restricted one raises
+    :class:`Withheld` with its tombstone (410 / 403), so every route that resolves a capture, a quote or
+    a citation answers as ``/c/{id}`` does, before anything is read from it: no bytes, no text, no
+    found/not-found difference for a quote (that would be an oracle on the withheld text)."""
+    snap = find_by_citation(session, citation_id)
+    refuse_withheld(session, settings, snap)
+    return snap
+
+
+def refuse_withheld(session: Session, settings: Settings, snap: Snapshot) -> None:
+    """Raise :class:`Withheld` (the tombstone) when ``snap`` is withdrawn or restricted, or is a revisit of
+    a record that is (its bytes are that record's)."""
+    by = withdrawal.withholder(session, snap)
+    if by is not None:
+        raise Withheld(tombstone(session, settings, snap, by))
 
 
 def check_fixity(session: Session, settings: Settings, snap: Snapshot) -> StoredResponse:
@@ -90,7 +110,7 @@ def _entries_of(session: Session, snap: Snapshot) -> list[dict]:
 
 def citation(session: Session, settings: Settings, citation_id: str) -> dict:
     """Everything ``/c/{id}`` shows: the snapshot, fixity as just checked, entries, other captures."""
-    snap = lookup(session, citation_id)
+    snap = lookup(session, settings, citation_id)
     stored = check_fixity(session, settings, snap)
     others = [snapshot_json(settings, s) for s in captures(session, snap.url, limit=50) if s.id != snap.id]
     data = snapshot_json(settings, snap, stored)
@@ -155,6 +175,7 @@ def find_in_snapshot(session: Session, settings: Settings, snap: Snapshot, q: st
     what was searched when the selector keeps none."""
     if not q or not q.strip():
         raise BadRequest("give the text to cite: ?q=<exact text> (optionally prefix=, suffix= and pos=)")
+    refuse_withheld(session, settings, snap)   # before the search: no oracle on withheld text
     stored = check_fixity(session, settings, snap)
     if stored.fixity != "ok":
         raise FixityError(f"Snapshot {snap.citation_id} failed its fixity check, so no quote in it can be "
@@ -197,7 +218,7 @@ def quote_view(session: Session, settings: Settings, citation_id: str, q: str, p
                suffix: str | None = None, pos: str | int | None = None, *, whole: bool = False) -> dict:
     """The highlighted view (the page in its own structure, HTML) and its JSON twin. When the quote
     occurs more than once and nothing selects one, every occurrence is shown and counted."""
-    snap = lookup(session, citation_id)
+    snap = lookup(session, settings, citation_id)
     where = parse_pos(pos)
     kept, total, doc = find_in_snapshot(session, settings, snap, q, prefix, suffix, where)
     selected = bool(prefix or suffix or where is not None)
@@ -227,7 +248,7 @@ def make_quote_citation(session: Session, settings: Settings, citation_id: str, 
     """Check that ``q`` is in the snapshot and return its citation URL, pinned to one occurrence: the
     URL always carries ``prefix``, ``suffix`` (the 32 characters around it, unless given) and ``pos``
     (where it starts in the decoded source) so it can never be read as another occurrence."""
-    snap = lookup(session, citation_id)
+    snap = lookup(session, settings, citation_id)
     kept, total, doc = find_in_snapshot(session, settings, snap, q, prefix, suffix, parse_pos(pos))
     occ = kept[0]
     near_prefix, near_suffix, where = _pin(doc, occ)
@@ -242,7 +263,7 @@ def make_quote_citation(session: Session, settings: Settings, citation_id: str, 
 
 
 def snapshot_by_id(session: Session, settings: Settings, citation_id: str) -> dict:
-    snap = lookup(session, citation_id)
+    snap = lookup(session, settings, citation_id)
     stored = check_fixity(session, settings, snap)  # recomputed on every read, as /c/{id} does
     return snapshot_json(settings, snap, stored)
 
@@ -296,9 +317,13 @@ def cite_box(settings: Settings, snap: Snapshot, quote: str | None = None, link:
             "timestamp": snap.timestamp, "quote": quote, "plain": "\n".join(lines), "bibtex": bibtex}
 
 
-def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
+def tombstone(session: Session, settings: Settings, snap: Snapshot, by: Snapshot | None = None) -> dict:
     """What a withdrawn (410) or restricted (403) citation still says. A withdrawal keeps the metadata
-    and the reason on show; a restriction says only that the capture is kept and not shown."""
+    and the reason on show; a restriction says only that the capture is kept and not shown. ``by``: the
+    record that withholds ``snap`` when that is not ``snap`` itself (a revisit takes its original's state)."""
+    by = by or snap
+    if by is not snap:
+        return _inherited(session, settings, snap, by)
     status = withdrawal.STATUS_OF.get(snap.access, 410)
     when = snap.access_changed_at.isoformat() if snap.access_changed_at else None
     base = public_base(settings)
@@ -318,6 +343,27 @@ def tombstone(session: Session, settings: Settings, snap: Snapshot) -> dict:
         "record_type": snap.record_type, "warc_file": snap.warc_file, "offset": snap.offset,
         "citation_url": f"{base}{citation_path(snap.citation_id)}", "history": withdrawal.history(session, snap),
     }
+
+
+def _inherited(session: Session, settings: Settings, snap: Snapshot, by: Snapshot) -> dict:
+    """The tombstone of a revisit whose original is withheld: the original's state, the revisit's own id."""
+    status = withdrawal.STATUS_OF.get(by.access, 410)
+    base = public_base(settings)
+    out = {"ok": False, "status": status, "id": snap.citation_id, "access": by.access,
+           "access_changed_at": by.access_changed_at.isoformat() if by.access_changed_at else None,
+           "citation_url": f"{base}{citation_path(snap.citation_id)}", "history": withdrawal.history(session, snap)}
+    if by.access == "restricted":
+        out["error"] = (f"Citation {snap.citation_id} is restricted: it is a revisit of a restricted capture, "
+                        "whose bytes are kept in the archive but not shown.")
+        return out
+    out.update({
+        "error": f"Citation {snap.citation_id} is withdrawn: it is a revisit of {by.citation_id}, which was withdrawn "
+                 f"({by.access_reason}). Its bytes stay in the WARC files.",
+        "reason": by.access_reason, "withdrawn_by": by.access_by, "revisit_of": by.citation_id,
+        "url": snap.url, "timestamp": snap.timestamp, "memento_datetime": memento.http_date(snap.timestamp),
+        "status_archived": snap.status, "mime": snap.mime, "sha256": snap.sha256, "record_id": snap.record_id,
+        "record_type": snap.record_type, "warc_file": snap.warc_file, "offset": snap.offset})
+    return out
 
 
 def _log(settings: Settings, snap: Snapshot) -> dict | None:

@@ -51,6 +51,88 @@ def withdrawn_snapshot_ids(session: Session) -> set[int]:
     return set(session.scalars(select(Snapshot.id).where(Snapshot.access != PUBLIC)))
 
 
+def withholder(session: Session, snap: Snapshot) -> Snapshot | None:
+    """The capture that withholds ``snap``: itself when it is withdrawn or restricted, else the record its
+    revisit chain takes its bytes from when that one is (a revisit serves the original's bytes, so it is
+    withheld with it); None when it may be shown."""
+    seen: set[int] = set()
+    cur: Snapshot | None = snap
+    while cur is not None and cur.id not in seen and len(seen) < 20:
+        if not visible(cur):
+            return cur
+        seen.add(cur.id)
+        if cur.record_type != "revisit":
+            return None
+        if cur.refers_to_id is not None:
+            cur = session.get(Snapshot, cur.refers_to_id)
+        elif cur.refers_to_record_id:
+            cur = session.scalars(select(Snapshot).where(Snapshot.record_id == cur.refers_to_record_id)).first()
+        else:
+            return None
+    return None
+
+
+# -- what is derived from a capture: withdrawn, restricted and reinstated with it --------------------
+
+_DERIVED = ("dom", "fullPage", "pageinfo")   # a browser capture's resource records (urn:<kind>:<page URL>)
+
+
+def _after(session: Session, url: str, snap: Snapshot) -> Snapshot | None:
+    return session.scalars(select(Snapshot).where(Snapshot.url == url, Snapshot.warc_file == snap.warc_file,
+                                                  Snapshot.offset > snap.offset)
+                           .order_by(Snapshot.offset).limit(1)).first()
+
+
+def _before(session: Session, url: str, snap: Snapshot) -> Snapshot | None:
+    return session.scalars(select(Snapshot).where(Snapshot.url == url, Snapshot.warc_file == snap.warc_file,
+                                                  Snapshot.offset < snap.offset)
+                           .order_by(Snapshot.offset.desc()).limit(1)).first()
+
+
+def _page_group(session: Session, snap: Snapshot) -> list[Snapshot]:
+    """A browser capture's records, from any one of them: the page's document response and its
+    ``urn:dom:``, ``urn:fullPage:`` and ``urn:pageinfo:`` records (written together, in this order, in one
+    WARC file). Just ``[snap]`` for anything else."""
+    dom = None
+    if snap.url.startswith("urn:dom:"):
+        dom = snap
+    elif snap.url.startswith(("urn:fullPage:", "urn:pageinfo:")):
+        dom = _before(session, "urn:dom:" + snap.url.split(":", 2)[2], snap)
+    elif not snap.url.startswith("urn:"):
+        dom = _after(session, "urn:dom:" + snap.url, snap)
+        if dom is not None and _before(session, snap.url, dom) is not snap:
+            dom = None   # the page was captured again in between: that capture is the DOM's
+    if dom is None:
+        return [snap]
+    page = dom.url.split(":", 2)[2]
+    group = {dom.id: dom}
+    doc = _before(session, page, dom)
+    if doc is not None and doc.source_id == dom.source_id:
+        group[doc.id] = doc
+    for kind in _DERIVED[1:]:
+        rec = _after(session, f"urn:{kind}:{page}", dom)
+        if rec is not None:
+            group[rec.id] = rec
+    group.setdefault(snap.id, snap)
+    return list(group.values())
+
+
+def dependents(session: Session, snap: Snapshot) -> list[Snapshot]:
+    """Everything whose access follows ``snap``'s, ``snap`` excluded: the other records of its browser
+    capture and every revisit that takes its bytes from any of them (transitively)."""
+    group = {s.id: s for s in _page_group(session, snap)}
+    frontier = list(group)
+    while frontier:
+        refs = list(session.scalars(select(Snapshot).where(Snapshot.refers_to_id.in_(frontier))))
+        frontier = []
+        for r in refs:
+            if r.id not in group:
+                group[r.id] = r
+                frontier.append(r.id)
+    group.pop(snap.id, None)
+    return sorted(group.values(), key=lambda s: s.id)
+
+
 def _block(snap: Snapshot, action: str, reason: str, actor: str, at: datetime) -> bytes:
     return json.dumps({"caveat-access": action, "state": STATE_OF[action], "citation_id": snap.citation_id,
                        "record_id": snap.record_id, "url": snap.url, "timestamp": snap.timestamp,
@@ -58,11 +140,14 @@ def _block(snap: Snapshot, action: str, reason: str, actor: str, at: datetime) -
 
 
 def record_access_change(db: Database, citation_id: str, action: str, reason: str, *, actor: str,
-                         user_id: int | None = None) -> tuple[dict, int]:
-    """Withdraw, restrict or reinstate the capture ``citation_id``: write the WARC metadata record
-    (fsynced), then update the snapshot and add the ``access_events`` row in one commit. Returns the
-    event and the snapshot's id; the audit (``app.audit.access.change_access``) then re-audits what was
-    read from it."""
+                         user_id: int | None = None) -> tuple[dict, list[int]]:
+    """Withdraw, restrict or reinstate the capture ``citation_id`` and what is derived from it
+    (:func:`dependents`: its browser capture's DOM, screenshot and page-info records, revisits of any of
+    them): write one WARC metadata record each (fsynced), then update the snapshots and add the
+    ``access_events`` rows in one commit. A dependent follows only when it is not already in the target
+    state; a reinstatement takes back only the dependents withheld the same way. Returns the event and the
+    ids of every snapshot changed; the audit (``app.audit.access.change_access``) then re-audits what was
+    read from them."""
 
     if action not in STATE_OF:
         raise BadRequest(f"unknown action {action!r}: use withdraw, restrict or reinstate")
@@ -78,23 +163,29 @@ def record_access_change(db: Database, citation_id: str, action: str, reason: st
         if (snap.access or PUBLIC) == target:
             raise Conflict(f"{snap.citation_id} is already {target}; nothing was changed"
                            + ("" if target == PUBLIC else " (reinstate it first to change how it is withheld)"))
-        cid, url, record_id = snap.citation_id, snap.url, snap.record_id
+        cid = snap.citation_id
     at = datetime.now(timezone.utc)
     with WarcStore(db) as store:
         with db.Session() as s:
             snap = s.scalar(select(Snapshot).where(Snapshot.citation_id == cid))
             if (snap.access or PUBLIC) == target:   # another process did it while we waited for the lock
                 raise Conflict(f"{cid} is already {target}; nothing was changed")
+            before = snap.access or PUBLIC
+            follow = [d for d in dependents(s, snap)
+                      if (d.access or PUBLIC) != target and (target != PUBLIC or (d.access or PUBLIC) == before)]
             store.rotate_if_full()
             writer = store.writer
             start = writer.size
-            rec = build_record("metadata", [("WARC-Target-URI", url), ("WARC-Refers-To", record_id)],
-                               content_type=CONTENT_TYPE, ts=ts17(at), head=_block(snap, action, reason, actor, at),
-                               level=writer.level)
+            changes = [(snap, reason)] + [(d, f"{reason} (follows {cid}: {_kind(d)})") for d in follow]
             try:
-                written = writer.append(rec)
+                written = [writer.append(build_record(
+                    "metadata", [("WARC-Target-URI", one.url), ("WARC-Refers-To", one.record_id)],
+                    content_type=CONTENT_TYPE, ts=ts17(at), head=_block(one, action, why, actor, at),
+                    level=writer.level)) for one, why in changes]
                 writer.sync()
-                event = _apply(s, snap, action, reason, actor, at, user_id=user_id, warc_record_id=written.record_id)
+                events = [_apply(s, one, action, why, actor, at, user_id=user_id, warc_record_id=w.record_id)
+                          for (one, why), w in zip(changes, written)]
+                event = events[0]
                 s.commit()
             except BaseException:
                 writer.truncate(start)
@@ -103,8 +194,16 @@ def record_access_change(db: Database, citation_id: str, action: str, reason: st
 
             append_written(db.settings, writer.path.name, writer.take_appended(), sign=True)  # committed: log it
             out = event_json(event, snap)
-            snap_id = snap.id
-    return out, snap_id
+            out["also"] = [{"citation_id": d.citation_id, "url": d.url if target != "restricted" else None,
+                            "record_type": d.record_type} for d in follow]
+            ids = [snap.id] + [d.id for d in follow]
+    return out, ids
+
+
+def _kind(snap: Snapshot) -> str:
+    if snap.url.startswith("urn:"):
+        return f"its {snap.url.split(':', 2)[1]} record"
+    return "a revisit of its bytes" if snap.record_type == "revisit" else "the page's document"
 
 
 def _apply(s: Session, snap: Snapshot, action: str, reason: str, actor: str, at: datetime, *,

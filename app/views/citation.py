@@ -40,8 +40,9 @@ def _templates(request: Request):
     return request.app.state.templates
 
 
-def tombstone_response(request: Request, session: Session, snap, *, as_json: bool, user: User | None = None):
-    data = citations.tombstone(session, request.app.state.settings, snap)
+def tombstone_response(request: Request, session: Session, snap, *, as_json: bool, user: User | None = None,
+                       by=None):
+    data = citations.tombstone(session, request.app.state.settings, snap, by)
     if as_json:
         return JSONResponse(data, status_code=data["status"])
     csrf = auth.csrf_token(request) if user is not None else None
@@ -71,9 +72,10 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
             return JSONResponse(data)
         return _templates(request).TemplateResponse(request, "measurement.html",
                                                     {"c": data, "json_href": f"/c/{cid}.json", "user": user})
-    snap = citations.lookup(session, cid)
-    if not withdrawal.visible(snap):
-        return tombstone_response(request, session, snap, as_json=as_json, user=user)
+    snap = citations.lookup_any(session, cid)   # withheld: its tombstone, below
+    by = withdrawal.withholder(session, snap)   # itself, or the withheld record a revisit takes its bytes from
+    if by is not None:
+        return tombstone_response(request, session, snap, as_json=as_json, user=user, by=by)
     if q is not None:
         data = citations.quote_view(session, settings, cid, q, prefix, suffix, pos,
                                     whole=request.query_params.get("view") == "page")

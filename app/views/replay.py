@@ -57,8 +57,9 @@ def web(spec: str, url: str, request: Request, session: Session = Depends(get_se
     if res.snapshot is None:
         return _redirect(f"{raw_base if modifier else base}/web/{res.redirect_ts}{modifier}/{target}")
     snap = res.snapshot
-    if not withdrawal.visible(snap):  # withdrawn: 410 with its tombstone; restricted: 403
-        data = citations.tombstone(session, settings, snap)
+    by = withdrawal.withholder(session, snap)   # withdrawn: 410 with its tombstone; restricted: 403 (a revisit: its original's)
+    if by is not None:
+        data = citations.tombstone(session, settings, snap, by)
         if modifier == "id_":
             return JSONResponse(data, status_code=data["status"])
         return request.app.state.templates.TemplateResponse(

@@ -34,7 +34,7 @@ def by_size(size: int, request: Request):
 
 @router.get("/log/inclusion/{typed}.json")
 def inclusion(typed: str, request: Request, session: Session = Depends(get_session)):
-    snap = citations.lookup(session, typed)
+    snap = citations.lookup(session, request.app.state.settings, typed)   # withheld: the tombstone
     proof = tlog.inclusion(request.app.state.settings, snap.record_id)
     if proof is None:
         raise NotFound(f"Record {snap.record_id} ({snap.citation_id}) is not in the tamper-evident log (it was "

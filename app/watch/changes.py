@@ -23,6 +23,7 @@ from app.audit.engine import cite
 from app.db import Database, chunked
 from app.errors import BadRequest
 from app.replay.citations import absolute, citation_path
+from app.replay.withdrawal import PUBLIC
 from app.models import (ChangeEvent, CitedMark, Entry, EntryVersion, Flag, Recipe, Snapshot, Source, utcnow)
 from datetime import timezone
 
@@ -304,20 +305,39 @@ def _cite(settings, snaps: dict, snapshot_id: int | None, values: dict | None, c
     return absolute(settings, citation_path(cid))
 
 
-def event_json(settings, e: ChangeEvent, snaps: dict, names: dict) -> dict:
+def _withheld_side(snaps: dict, snapshot_id: int | None, access: str) -> dict:
+    """A side read from a withdrawn or restricted capture: its tombstone's id, no figures, no quote."""
+    cid = snaps.get(snapshot_id)
+    return {"figures": None, "flags": None, "quotable": None, "snapshot": cid, "access": access,
+            "citation": None, "withheld": True}
+
+
+def event_json(settings, e: ChangeEvent, snaps: dict, names: dict, withheld: dict | None = None) -> dict:
+    """One change event. ``withheld`` maps the ids of withdrawn or restricted snapshots to their access: a
+    side read from one keeps its citation id only (no figures, flags, quote citation), and its values
+    leave ``changes``."""
+    withheld = withheld or {}
+
     def side(values, snapshot_id):
         if values is None and snapshot_id is None:
             return None
+        if snapshot_id in withheld:
+            return _withheld_side(snaps, snapshot_id, withheld[snapshot_id])
         body = {k: v for k, v in (values or {}).items() if k != "provenance"}
         body["snapshot"] = snaps.get(snapshot_id)
         body["citation"] = _cite(settings, snaps, snapshot_id, values, e.changes)
         return body
 
+    changed = e.changes or {}
+    hide_old, hide_new = e.old_snapshot_id in withheld, e.new_snapshot_id in withheld
+    if hide_old or hide_new:
+        changed = {k: [None if hide_old else v[0], None if hide_new else v[1]]
+                   if isinstance(v, list) and len(v) == 2 else v for k, v in changed.items()}
     return {"id": e.id, "kind": e.kind, "scope": e.scope, "source": names.get(e.source_id),
             "source_id": e.source_id, "entry_id": e.entry_id, "recipe_id": e.recipe_id, "crawl_id": e.crawl_id,
-            "cited": e.cited, "changes": e.changes or {}, "detail": e.detail,
+            "cited": e.cited, "changes": changed, "detail": e.detail,
             "old": side(e.old, e.old_snapshot_id), "new": side(e.new, e.new_snapshot_id),
-            "created_at": e.created_at}
+            "withheld": bool(hide_old or hide_new), "created_at": e.created_at}
 
 
 def _filters(source: str | None, entry_id: int | None, recipe_id: str | None, kind: str | None,
@@ -356,11 +376,13 @@ def list_changes(session: Session, settings, *, source=None, entry_id=None, reci
 
 def events_json(session: Session, settings, rows: list[ChangeEvent]) -> list[dict]:
     snap_ids = {i for e in rows for i in (e.old_snapshot_id, e.new_snapshot_id) if i}
-    snaps = dict(session.execute(select(Snapshot.id, Snapshot.citation_id).where(Snapshot.id.in_(snap_ids)))
-                 .all()) if snap_ids else {}
+    rows_s = session.execute(select(Snapshot.id, Snapshot.citation_id, Snapshot.access)
+                             .where(Snapshot.id.in_(snap_ids))).all() if snap_ids else []
+    snaps = {i: cid for i, cid, _ in rows_s}
+    withheld = {i: access for i, _, access in rows_s if (access or PUBLIC) != PUBLIC}
     src_ids = {e.source_id for e in rows if e.source_id}
     names = dict(session.execute(select(Source.id, Source.name).where(Source.id.in_(src_ids))).all()) if src_ids else {}
-    return [event_json(settings, e, snaps, names) for e in rows]
+    return [event_json(settings, e, snaps, names, withheld) for e in rows]
 
 
 def _fmt(v) -> str:
