@@ -67,6 +67,9 @@ class Snapshot(Base):
     access_reason: Mapped[str | None] = mapped_column(Text)
     access_changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     access_by: Mapped[str | None] = mapped_column(String(255))
+    # issue 24: False when `caveat reindex` found the record in no entry of the tamper-evident log (not a
+    # capture Caveat made, whatever its file or origin says); None: not in question (written and logged here)
+    verified: Mapped[bool | None] = mapped_column(Boolean)
 
     refers_to: Mapped[Snapshot | None] = relationship(remote_side=[id])
 
