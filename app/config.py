@@ -78,6 +78,12 @@ class Settings(BaseSettings):
         "inflated, a Content-Encoding undone); past it the decoding stops with a message naming this "
         "setting, and the stored bytes stay servable raw.",
     )
+    log_public_keys: str = Field(
+        "", description="Comma-separated public keys (base64, as `/log/sth.json` gives `public_key`) that may "
+        "sign the tamper-evident log's tree heads; `caveat verify --log` fails on a tree head signed by any "
+        "other. Empty: the key the tree heads agree on, and a change of key fails unless accepted with "
+        "`--accept-key`.",
+    )
     decode_max_ratio: int = Field(
         100, description="Most times larger than its encoded form a Content-Encoding-decoded body may get "
         "(bodies under 1 MiB decoded are exempt); past it decoding stops, as for CAVEAT_DECODE_MAX_BYTES.",

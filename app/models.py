@@ -17,6 +17,7 @@ from sqlalchemy import (
     Text,
     UniqueConstraint,
     false,
+    true,
 )
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column, relationship
 
@@ -66,6 +67,9 @@ class Snapshot(Base):
     access_reason: Mapped[str | None] = mapped_column(Text)
     access_changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     access_by: Mapped[str | None] = mapped_column(String(255))
+    # issue 24: False when `caveat reindex` found the record in no entry of the tamper-evident log (not a
+    # capture Caveat made, whatever its file or origin says); None: not in question (written and logged here)
+    verified: Mapped[bool | None] = mapped_column(Boolean)
 
     refers_to: Mapped[Snapshot | None] = relationship(remote_side=[id])
 
@@ -347,6 +351,10 @@ class Measurement(Base):
     offset: Mapped[int | None] = mapped_column(BigInteger)
     length: Mapped[int | None] = mapped_column(BigInteger)
     result: Mapped[dict | None] = mapped_column(JSON)
+    # issue 24: a measurement restored from a WARC (reindex, import-warc) is verified only when its stated
+    # figures and checks follow from the exchange records it names; an unverified one never counts
+    verified: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
+    verification: Mapped[str | None] = mapped_column(Text)
 
     __table_args__ = (Index("ix_measurements_recipe", "recipe_id"),
                       Index("ix_measurements_citation", "citation_id", unique=True))

@@ -218,6 +218,9 @@ class MeasurementBody(Open):
     tps: float
     non_repeating_prompts: bool
     output_checked: bool
+    verified: bool = Field(True, description="False for a measurement restored from a WARC whose stated figures "
+                           "or checks do not follow from its archived exchanges; it never counts (docs/measure.md).")
+    verification: str | None = Field(None, description="Why a restored measurement is or is not verified.")
     counts_as_measured: bool
     n_runs: int | None = None
     method: str | None = None

@@ -110,7 +110,7 @@ def _measurement_used(group, recipe_id: str, tps: float | None) -> Measurement |
     if session is None:
         return None
     q = (select(Measurement).where(Measurement.recipe_id == recipe_id, Measurement.non_repeating_prompts.is_(True),
-                                   Measurement.output_checked.is_(True))
+                                   Measurement.output_checked.is_(True), Measurement.verified.is_(True))
          .order_by(Measurement.tps, Measurement.id).limit(1))
     return session.scalar(q)
 

@@ -207,7 +207,7 @@ def _measurements(session: Session, recipe_ids: list[str]) -> dict[str, list[flo
     for part in chunked(recipe_ids, CHUNK):
         q = select(Measurement.recipe_id, Measurement.tps).where(
             Measurement.recipe_id.in_(part), Measurement.non_repeating_prompts.is_(True),
-            Measurement.output_checked.is_(True))
+            Measurement.output_checked.is_(True), Measurement.verified.is_(True))
         for rid, tps in session.execute(q):
             out.setdefault(rid, []).append(tps)
     return out

@@ -56,7 +56,7 @@ def record(session: Session, settings: Settings, user: User | None, *, recipe_id
 
 
 def counts(m: Measurement) -> bool:
-    return bool(m.non_repeating_prompts and m.output_checked)
+    return bool(m.non_repeating_prompts and m.output_checked and m.verified is not False)
 
 
 def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
@@ -65,7 +65,8 @@ def measurement_json(m: Measurement, settings: Settings | None = None) -> dict:
     ``measurement_id`` and, as ``citation``, its evidence page ``/c/{id}``."""
     api = measurement_url(settings, m.id) if settings is not None else f"/api/measurements/{m.id}"
     out = {"id": m.id, "recipe_id": m.recipe_id, "tps": m.tps, "non_repeating_prompts": m.non_repeating_prompts,
-           "output_checked": m.output_checked, "counts_as_measured": counts(m), "n_runs": m.n_runs,
+           "output_checked": m.output_checked, "verified": m.verified is not False,
+           "verification": m.verification, "counts_as_measured": counts(m), "n_runs": m.n_runs,
            "method": m.method, "notes": m.notes, "measured_at": utc_iso(m.measured_at), "citation": api}
     if m.origin == "measure":
         out.update(m.result or {})
@@ -119,7 +120,7 @@ def used_by_recipes(session: Session, settings: Settings, recipe_ids) -> dict[st
     out: dict[str, dict] = {}
     for part in [ids[i:i + 500] for i in range(0, len(ids), 500)]:
         q = (select(Measurement).where(Measurement.recipe_id.in_(part), Measurement.non_repeating_prompts.is_(True),
-                                       Measurement.output_checked.is_(True))
+                                       Measurement.output_checked.is_(True), Measurement.verified.is_(True))
              .order_by(Measurement.recipe_id, Measurement.tps, Measurement.id))
         for m in session.scalars(q):
             if m.recipe_id not in out:

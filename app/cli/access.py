@@ -11,7 +11,12 @@ from app.cli.group import main
 from app.audit.access import change_access
 import json
 import sys
+from sqlalchemy import select
+
+from app.models import Snapshot
+from app.storage.indexing import warc_files
 from app.storage.tlog import verify_log
+from archive.indexer import walk
 
 
 def _actor(by: str | None) -> str:
@@ -84,7 +89,14 @@ def reinstate(obj, citation_id: str, reason: str, by: str | None) -> None:
     _run(obj, "reinstate", citation_id, reason, by)
 
 
-def verify_log_command(obj, tree_head_files: list[str], quiet: bool) -> None:
+def _warc_records(settings) -> list[tuple[str, int, str, str]]:
+    """(file, offset, record id, type) of every whole record in the WARC folder."""
+    return [(path.name, found.offset, found.header("WARC-Record-ID") or "", found.warc_type)
+            for path in warc_files(settings.warc_dir)
+            for found in walk(path, 0, max_record_bytes=settings.decode_max_bytes) if not found.problem]
+
+
+def verify_log_command(obj, tree_head_files: list[str], quiet: bool, accept_keys: list[str] = ()) -> None:
     """``caveat verify --log``: the tamper-evident log against the WARC files and saved tree heads."""
 
     earlier = []
@@ -94,12 +106,19 @@ def verify_log_command(obj, tree_head_files: list[str], quiet: bool) -> None:
         except ValueError as exc:
             click.echo(f"error: {path} is not a tree head (JSON from /log/sth.json): {exc}", err=True)
             sys.exit(1)
-    report = verify_log(obj.settings, earlier, progress=None if quiet else click.echo)
+    with obj.session() as s:
+        imported = set(s.scalars(select(Snapshot.record_id).where(Snapshot.origin == "import")))
+    report = verify_log(obj.settings, earlier, progress=None if quiet else click.echo, accept_keys=list(accept_keys),
+                        imported=imported, warc_records=_warc_records(obj.settings))
     for note in report.notes:
         click.echo(f"note: {note}")
+    if report.imported:
+        click.echo(f"imports: {report.imported} logged record(s) came in with `caveat import-warc` (captured by "
+                   "another tool, logged when imported)")
     if report.passed:
-        click.echo(f"ok: the log's {report.size} leaves match their records ({report.checked} re-read); "
-                   f"{report.tree_heads} signed tree head(s) checked, each a prefix of today's log")
+        click.echo(f"ok: the log's {report.size} leaves match their records ({report.checked} re-read); every WARC "
+                   f"record is logged; {report.tree_heads} signed tree head(s) checked, each a prefix of today's "
+                   f"log, signed by {len(report.keys)} key(s) allowed")
         return
     click.echo(f"FAILED: {len(report.problems)} problem(s) in the tamper-evident log of {report.size} leaves")
     sys.exit(1)

@@ -113,8 +113,12 @@ def capture(obj: CliContext, urls: tuple[str, ...], url_file, source_id: int | N
               "bytes, the signed tree head, and consistency with each --tree-head.")
 @click.option("--tree-head", "tree_heads", multiple=True, type=click.Path(exists=True, dir_okay=False),
               help="With --log: a tree head saved earlier (a copy of /log/sth.json); today's log must extend it.")
+@click.option("--accept-key", "accept_keys", multiple=True, metavar="KEY",
+              help="With --log: accept tree heads signed by this public key (base64, as /log/sth.json gives it) "
+              "besides the log's own or pinned ones, after a deliberate change of signing key.")
 @click.pass_obj
-def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log: bool = False, tree_heads: tuple = ()) -> None:
+def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log: bool = False, tree_heads: tuple = (),
+           accept_keys: tuple = ()) -> None:
     """Check the database (SQLite's integrity check), re-read every indexed WARC record and recompute
     its digests, and look for whole WARC records the index lacks.
 
@@ -130,7 +134,7 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
     """
     if check_log:
 
-        return verify_log_command(obj, list(tree_heads), quiet)
+        return verify_log_command(obj, list(tree_heads), quiet, list(accept_keys))
 
     json_mode(as_json)
     quiet = quiet or as_json

@@ -19,6 +19,7 @@ from app.models import Measurement, Recipe, Snapshot
 from app.measure.store import _citation_ids
 from app.storage.indexing import MetadataHandler, register_metadata_handler
 from app.measure.prompts import shared_ngrams
+from app.measure.recheck import recheck
 from archive.citeid import normalize_citation_id
 from archive.reader import RecordUnreadable, read_record
 
@@ -77,7 +78,9 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
     """Re-create the measurement rows the WARC files hold (`caveat reindex`): one per ``metadata``
     record `caveat measure` wrote, (offset, length, WARC-Record-ID, block), that has no row. The
     citation id is derived from the record id as before; who ran it is not in the WARC and is left
-    empty. Returns how many were restored. With ``session`` (`caveat import-warc`) the rows join that
+    empty. The stated result is recomputed from the exchange records it names (:mod:`app.measure.recheck`);
+    one whose figures or checks do not follow is restored unverified and never counts. Returns how many
+    were restored. With ``session`` (`caveat import-warc`) the rows join that
     transaction and are committed by its owner."""
     made = 0
     recipes: set[str] = set()
@@ -107,6 +110,7 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
             if recipe_id and s.scalar(select(Recipe.id).where(Recipe.recipe_id == recipe_id)) is None:
                 recipe_id = None  # the recipe is not (yet) in this database: kept, feeds nothing
             passed = bool((result.get("output_check") or {}).get("passed"))
+            verdict = recheck(s, db.settings, doc)  # the figures must follow from the archived exchanges
             m = Measurement(recipe_id=recipe_id, tps=float(result.get("decode_tps") or 0.0),
                             non_repeating_prompts=not shared_ngrams([r.get("prompt") or "" for r in
                                                                      result.get("requests") or []
@@ -120,7 +124,8 @@ def restore(db, path, records: list[tuple[int, int, str, bytes]], *, session=Non
                             measured_at=started, origin="measure", endpoint=result.get("endpoint"),
                             model=result.get("model"), engine=result.get("engine"),
                             citation_id=_citation_ids(s, [record_id])[record_id], warc_file=warc_file,
-                            record_id=record_id, offset=offset, length=length, result=result)
+                            record_id=record_id, offset=offset, length=length, result=result,
+                            verified=verdict.verified, verification=verdict.message[:2000])
             s.add(m)
             s.flush()
             made += 1

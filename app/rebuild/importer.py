@@ -6,8 +6,10 @@ with sha256 digests, keeping its WARC-Record-ID, target URI and date, and gets a
 and a citation id. The copy is fsynced before the rows are added, so the source file may be deleted
 afterwards. Bad records are reported one by one and skipped; the good ones around them are kept.
 A record already imported (same WARC-Record-ID) is skipped, so importing a file twice is harmless.
+The request record of an imported response (same file, WARC-Concurrent-To) is copied beside it.
 A `caveat measure` evidence record (``metadata``, as `caveat export-wacz` packs them) is copied too and
-its measurement restored, pointing at the exchanges imported with it.
+its measurement restored, pointing at the exchanges imported with it, and verified only when its
+figures follow from those exchanges (app/measure/recheck.py).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from archive.importer import Scanned, scan_warc, warc_date_to_ts
 from archive.reader import WarcRecord
 from archive.surt import surt
 from archive.timestamps import bump, parse_ts17
-from archive.warcwriter import build_record
+from archive.warcwriter import build_record, build_request
 from app.storage.tlog import append_written
 
 KEEP_FIELDS = ("WARC-Target-URI", "WARC-IP-Address", "WARC-Profile", "WARC-Refers-To",
@@ -144,8 +146,20 @@ class _Importer:
                 self.by_digest[pd] = row
         report.imported.append(row)
 
+    def add_request(self, rec: WarcRecord, report: FileReport, item: Scanned) -> None:
+        """The request record of a response imported from the same file (WARC-Concurrent-To): copied
+        beside it, so a measurement's exchanges can be recomputed from what was sent (issue 24)."""
+        row = self.by_record_id.get(rec.header("WARC-Concurrent-To") or "")
+        if row is None or row.request_offset is not None:
+            report.skipped.append(f"offset {item.offset}: request record")
+            return
+        written = self.w.append(build_request(row.url, row.timestamp, rec.block, concurrent_to=row.record_id,
+                                              record_id=rec.header("WARC-Record-ID") or None, level=self.w.level))
+        row.request_offset, row.request_length = written.offset, written.length
+
     def add_measurement(self, rec: WarcRecord, report: FileReport, item: Scanned) -> None:
-        """A `caveat measure` evidence record (a WARC export carries them): copied as it is, and its
+        """The request record of an imported response (same file, WARC-Concurrent-To) is copied beside it.
+A `caveat measure` evidence record (a WARC export carries them): copied as it is, and its
         measurement restored once the file's responses have rows."""
         rid = rec.header("WARC-Record-ID") or ""
         if not rid or rid in self.measured_ids or self.s.scalar(
@@ -200,6 +214,9 @@ def import_warcs(db: Database, paths: list[str | Path],
                         rec = item.record
                         if rec.warc_type == "metadata" and is_measurement_record(rec.header("Content-Type"), rec.block):
                             imp.add_measurement(rec, report, item)
+                            continue
+                        if rec.warc_type == "request":
+                            imp.add_request(rec, report, item)
                             continue
                         if rec.warc_type not in ("response", "revisit"):
                             report.skipped.append(f"offset {item.offset}: {rec.warc_type} record")

@@ -12,6 +12,7 @@ from app.db import Database
 from app.measure import evidence  # noqa: F401  (registers the measurement records' handler)
 from app.replay import withdrawal  # noqa: F401  (registers the access records' handler)
 from app.storage.indexing import Reindexer, ReindexReport, warc_files
+from app.storage.tlog import logged_records
 from app.storage.warcfiles import PATTERN, WarcStore, rebuild_cdxj
 
 
@@ -19,12 +20,13 @@ def reindex_all(db: Database, *, progress: Callable[[str], None] | None = None,
                 reparse: bool = True) -> ReindexReport:
     """Index every whole record of every WARC file in the data folder that has no row yet (Caveat's own
     files and files other tools wrote that were dropped in), cut a torn tail off the newest of our
-    files (kept in a ``.torn`` file), link revisits, rebuild the CDXJ, and, with ``reparse``,
+    files (kept in a ``.torn`` file), mark each record the tamper-evident log does not hold at that place as
+    unverified (not a capture Caveat made), link revisits, rebuild the CDXJ, and, with ``reparse``,
     re-derive entries, flags and quotable answers by reparsing every source's snapshots."""
     say = progress or (lambda message: None)
     report = ReindexReport()
     with WarcStore(db, notice=say, writable=False) as store:
-        rx = Reindexer(db, progress=say)
+        rx = Reindexer(db, progress=say, logged=logged_records(db.settings))
         files = warc_files(db.settings.warc_dir)
         say(f"reindexing {len(files)} WARC file(s) in {db.settings.warc_dir}")
         for path in files:

@@ -124,6 +124,12 @@ def citation(session: Session, settings: Settings, citation_id: str) -> dict:
         "cite": cite_box(settings, snap),
         "raw_href": raw_href(settings, snap),
         "log": _log(settings, snap),
+        "verified": snap.verified is not False,
+        "provenance": (f"this {snap.record_type} record is in {snap.warc_file}, but in no entry of "
+                       "Caveat's tamper-evident log, so it is not a capture Caveat made (`caveat reindex` found "
+                       "it; `caveat verify --log` lists it)") if snap.verified is False else
+                      ("imported with `caveat import-warc` (logged when imported, captured by another tool)"
+                       if snap.origin == "import" else "captured by Caveat"),
     })
     return data
 

@@ -115,8 +115,12 @@ class Reindexer:
     """Adds index rows for whole records that have none. Loads what the index holds once."""
 
     def __init__(self, db: Database, *, max_record_bytes: int | None = None,
-                 progress: Callable[[str], None] | None = None):
+                 progress: Callable[[str], None] | None = None,
+                 logged: Callable[[str, str, int], bool] | None = None):
         self.db = db
+        # `caveat reindex` passes the tamper-evident log's answer to "is (record id, file, offset) logged?";
+        # a record it says no to is indexed unverified (issue 24)
+        self.logged = logged
         self.settings = db.settings
         self.max_record_bytes = max_record_bytes or getattr(self.settings, "decode_max_bytes", 1 << 30)
         self.progress = progress
@@ -206,6 +210,11 @@ class Reindexer:
         self.citations.add(cid)
         return cid
 
+    def _verified(self, rid: str, name: str, found: Found) -> bool | None:
+        if self.logged is None:
+            return None
+        return True if self.logged(rid, name, found.offset) else False
+
     def _resource_row(self, name: str, found: Found, result: FileResult) -> dict | None:
         """The row of a browser capture's ``urn:dom:``/``urn:fullPage:``/``urn:pageinfo:`` record."""
         rid = found.header("WARC-Record-ID") or ""
@@ -231,7 +240,7 @@ class Reindexer:
             payload_digest=found.header("WARC-Payload-Digest"), block_digest=found.header("WARC-Block-Digest"),
             sha256=sha, payload_length=length, refers_to_id=None, refers_to_record_id=None, redirect_to=None,
             origin="capture" if name.startswith("caveat-") else "import", source_id=None, fixity="unchecked",
-            fixity_checked_at=None, fixity_detail=None, access="public",
+            fixity_checked_at=None, fixity_detail=None, access="public", verified=self._verified(rid, name, found),
         )
 
     def _row(self, name: str, found: Found, result: FileResult) -> dict | None:
@@ -273,7 +282,7 @@ class Reindexer:
             refers_to_id=None, refers_to_record_id=refers if found.warc_type == "revisit" else None,
             redirect_to=found.http_headers.get("location"),
             origin="capture" if name.startswith("caveat-") else "import", source_id=None, fixity="unchecked",
-            fixity_checked_at=None, fixity_detail=None, access="public",
+            fixity_checked_at=None, fixity_detail=None, access="public", verified=self._verified(rid, name, found),
         )
 
     def _source(self, meta: dict[str, str]) -> str:

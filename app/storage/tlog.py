@@ -300,6 +300,13 @@ def check_tree_head(sth: dict) -> bool:
         return False
 
 
+def logged_records(settings: Settings):
+    """A predicate ``(record_id, warc_file, offset) -> bool``: is that record, at that place, a leaf of
+    the log? (`caveat reindex` marks the records it is not true for as unverified.)"""
+    at = {(e.get("record_id"), e.get("warc_file"), e.get("offset")) for e in read_entries(log_dir(settings))}
+    return lambda record_id, warc_file, offset: (record_id, warc_file, offset) in at
+
+
 # -- proofs --------------------------------------------------------------------------------------------
 
 _CACHE: dict = {}
@@ -364,17 +371,56 @@ class LogReport:
     problems: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     tree_heads: int = 0
+    keys: list[str] = field(default_factory=list)
+    unlogged: list[str] = field(default_factory=list)
+    imported: int = 0
 
     @property
     def passed(self) -> bool:
         return not self.problems
 
 
-def verify_log(settings: Settings, earlier: list[dict] | None = None, *, progress=None) -> LogReport:
+def _stored_heads(d: Path) -> list[dict]:
+    return [json.loads(p.read_text()) for p in sorted((d / "sth").glob("*.json"))] if (d / "sth").is_dir() else []
+
+
+def _check_keys(settings: Settings, rep: LogReport, heads: list[dict], accept: list[str], problem) -> None:
+    """A change of signing key fails (issue 24): every tree head must be signed by a pinned key
+    (``CAVEAT_LOG_PUBLIC_KEYS``), or, with none pinned, all by one key besides those accepted now."""
+    pinned = [k.strip() for k in settings.log_public_keys.split(",") if k.strip()]
+    keys: dict[str, list[str]] = {}
+    oldest: dict[str, tuple] = {}
+    for n, h in enumerate(heads):   # a reader's saved head first: on a tie of size it is the older
+        key = str(h.get("public_key"))
+        keys.setdefault(key, []).append(f"size {h.get('tree_size')}")
+        oldest[key] = min(oldest.get(key, (1 << 62, n)), (int(h.get("tree_size", 1 << 62)), n))
+    if key_path(settings).exists():
+        try:
+            keys.setdefault(signing.public_key_b64(signing.load_key(key_path(settings))), []).append("signing key file")
+        except (OSError, ValueError) as exc:
+            problem(f"log: the signing key {key_path(settings)} cannot be read: {exc}")
+    allowed = set(pinned) | set(accept)
+    if not pinned and len(keys) > 1:
+        # nothing pinned: the key of the oldest tree head is the log's; any other must be accepted
+        allowed.add(min(keys, key=lambda k: oldest.get(k, (1 << 62, 1 << 62))))
+    strange = {k: v for k, v in keys.items() if k not in allowed} if pinned or len(keys) > 1 else {}
+    for key, where in strange.items():
+        problem(f"log: signed by another key than {'the pinned ones' if pinned else 'the oldest tree head'}: {key} "
+                f"({', '.join(where[:4])}); pin trusted keys in CAVEAT_LOG_PUBLIC_KEYS or accept this one with "
+                "`caveat verify --log --accept-key KEY` once you know why it changed")
+    rep.keys = sorted(keys)
+
+
+def verify_log(settings: Settings, earlier: list[dict] | None = None, *, progress=None,
+               accept_keys: list[str] | None = None, imported: set[str] | None = None,
+               warc_records=None) -> LogReport:
     """Check the log against the WARC files and tree heads: every leaf recomputed from its entry, every
     logged record re-read and its bytes compared (tampered or deleted records), the latest tree head's
     signature and root, and each ``earlier`` tree head a signed prefix of today's log (consistency proof;
-    a forked or rewritten log fails)."""
+    a forked or rewritten log fails), every stored tree head signed by the same (or a pinned or accepted)
+    key and no larger than the log, and every record of the WARC files (``warc_records``: (file, offset,
+    record id, type) of each) a leaf: an unlogged record is not one Caveat wrote (issue 24).
+    ``imported``: record ids that came in with `caveat import-warc`, counted apart."""
     say = progress or (lambda line: None)
     rep = LogReport()
     d = log_dir(settings)
@@ -418,8 +464,6 @@ def verify_log(settings: Settings, earlier: list[dict] | None = None, *, progres
         if not check_tree_head(other):
             problem(f"{label}: its signature does not verify")
             continue
-        if sth is not None and other.get("public_key") != sth.get("public_key"):
-            rep.notes.append(f"{label}: signed by another key than today's tree head")
         if size > len(leaves):
             problem(f"forked log: {label} is larger than today's log ({len(leaves)} leaves): records were deleted "
                     "from the log")
@@ -430,4 +474,20 @@ def verify_log(settings: Settings, earlier: list[dict] | None = None, *, progres
         if not merkle.verify_consistency(size, len(leaves), bytes.fromhex(other["root_hash"]), root_now, proof):
             problem(f"forked log: {label} (root {other['root_hash'][:16]}...) is not a prefix of today's log: the "
                     "log was rewritten since it was signed")
+    stored = _stored_heads(d)
+    for other in stored:
+        if int(other.get("tree_size", -1)) > len(leaves):
+            problem(f"forked log: the stored tree head of size {other['tree_size']} ({other.get('timestamp')}) is larger than "
+                    f"today's log ({len(leaves)} leaves): leaves were cut from the log")
+    _check_keys(settings, rep, list(earlier or []) + stored + ([sth] if sth else []), list(accept_keys or []), problem)
+    at = {(e.get("warc_file"), e.get("offset")): e.get("record_id") for e in entries}
+    for warc_file, offset, record_id, warc_type in warc_records or ():
+        if at.get((warc_file, offset)) == record_id:
+            if imported and record_id in imported:
+                rep.imported += 1
+            continue
+        line = (f"unlogged record: {warc_type} {record_id} in {warc_file} at offset {offset:,} is in no entry of "
+                "the log: Caveat did not write it (appended by hand or by another tool)")
+        rep.unlogged.append(line)
+        problem(line)
     return rep
