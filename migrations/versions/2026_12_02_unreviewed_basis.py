@@ -13,7 +13,7 @@ from __future__ import annotations
 from alembic import op
 
 revision = "20261202_0010u"
-down_revision = "20261201_0010b"
+down_revision = "20261202_0003f"
 branch_labels = None
 depends_on = None
 
