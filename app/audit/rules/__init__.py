@@ -37,6 +37,20 @@ def _clause_quote(c: Clause) -> dict:
     return {"field": c.field if not c.field.startswith("extra.") else "_extra", "text": c.text}
 
 
+def _below_headline(text: str, fields: dict | None) -> bool:
+    """Whether a clause stating a sustained figure states one below the headline (by more than 10 %), when
+    the entry has no steady state of its own (the rule of that name judges that one)."""
+    f = fields or {}
+    if f.get("steady_low") is not None or f.get("steady_high") is not None:
+        return False
+    head = f.get("headline_tps")
+    if not isinstance(head, (int, float)) or isinstance(head, bool) or head <= 0:
+        return True
+    nums = [float(x.replace(",", "")) for x in re.findall(r"\d[\d,]*(?:\.\d+)?", text)]
+    figures = [n for n in nums if 0 < n < 1e6 and n != head]
+    return not figures or min(figures) * 1.10 < head
+
+
 def _short_output(fields: dict) -> Clause | None:
     """A decode figure over 64 generated tokens or fewer (``gen_tokens``, or the test ``tgN``) is a burst:
     it blocks the headline (high), whatever words the page used."""
@@ -67,6 +81,8 @@ def clause_findings(reading: list[Clause], found: list[Finding], fields: dict | 
             continue
         if c.rule == "aggregate_as_single_stream" and (scope == "aggregate" or (fields or {}).get("concurrency") is not None):
             continue    # the reader already read the figure's scope or concurrency: the rule of that name judges it
+        if c.rule == "headline_above_steady_state" and not _below_headline(c.text, fields):
+            continue    # a sustained figure as high as the headline (or already read as its steady state) inflates nothing
         f = by_rule.get(c.rule)
         if f is None:
             f = Finding(c.rule, c.severity or CLAUSE_RULES.get(c.rule, ("high",))[0],

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from app.audit.rules.lexicon import (BENIGN, CJK_STOP, STAT_CLAUSE, CJK_TRIGGERS, CONDITIONS, GENERIC, NEGATION, NUMBER_WORDS, STOPWORDS,
                                      TRIGGERS, Condition)
@@ -40,6 +41,7 @@ _SPLIT = re.compile(
     r"|\((?=[^)]{3,})|\)|（|）|:\s+(?=[a-z\u3040-\u9fff]))\s*")
 _WORD = re.compile(r"[A-Za-z0-9][\w'’.\-]*[A-Za-z0-9]|[A-Za-z]|[\u3040-\u30ff\u4e00-\u9fff]+")
 _IDENT = re.compile(r"\d|[_.]|\w-\w")     # a token with a digit, an underscore, a dot or an inner hyphen: a name
+_STAT_WORD = re.compile(r"\b(?:max|min|peak|best|worst|fastest|slowest)", re.I)
 _COMMAND = re.compile(r"^\s*(?:\$|>>>|❯|PS>)\s")
 _CJK = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]+$")
 _NUMBERISH = re.compile(r"^[\d.,:/x×~≈±%+\-]+$")
@@ -111,15 +113,28 @@ def _conditions(text: str) -> tuple[list[tuple[Condition, re.Match]], list[tuple
     return list(found.values()), taken_back
 
 
-def _known_values(fields: dict) -> list[str]:
+_KNOWN_FIELDS = ("model", "hardware", "engine", "engine_version", "quantization", "test", "spec_method",
+                 "headline_label")
+
+
+def _known_values(fields: dict) -> tuple[str, ...]:
+    return _known_split(tuple(v.strip() for name in _KNOWN_FIELDS if isinstance(v := fields.get(name), str) and v.strip()))
+
+
+@lru_cache(maxsize=4096)
+def _known_split(values: tuple[str, ...]) -> tuple[str, ...]:
     out = []
-    for name in ("model", "hardware", "engine", "engine_version", "quantization", "test", "spec_method",
-                 "headline_label"):
-        v = fields.get(name)
-        if isinstance(v, str) and v.strip():
-            out.append(v.strip().lower())
-            out.extend(p for p in re.split(r"[\s/_\-]+", v.lower()) if len(p) > 1)
-    return out
+    for v in values:
+        out.append(v.lower())
+        out.extend(p for p in re.split(r"[\s/_\-]+", v.lower()) if len(p) > 1)
+    return tuple(sorted(set(out), key=len, reverse=True))
+
+
+@lru_cache(maxsize=4096)
+def _known_pattern(known: tuple[str, ...]) -> re.Pattern | None:
+    if not known:
+        return None
+    return re.compile(r"(?<![\w])(?:" + "|".join(re.escape(k) for k in known) + r")(?![\w])")
 
 
 def _uncovered(text: str, known: list[str], spans: list[tuple[int, int]]) -> tuple[list[str], list[str]]:
@@ -136,8 +151,9 @@ def _uncovered(text: str, known: list[str], spans: list[tuple[int, int]]) -> tup
             kinds.append(kind)
             low = pattern.sub(" ", low)
     low = low.lower()
-    for k in sorted(known, key=len, reverse=True):
-        low = re.sub(r"(?<![\w])" + re.escape(k) + r"(?![\w])", " ", low)
+    pattern = _known_pattern(tuple(known))
+    if pattern is not None:
+        low = pattern.sub(" ", low)
     left = []
     for w in _WORD.findall(low):
         w = w.strip(".-'’")
@@ -158,12 +174,27 @@ def _uncovered(text: str, known: list[str], spans: list[tuple[int, int]]) -> tup
     return left, kinds
 
 
-def read_text(field: str, text: str, fields: dict, known: list[str] | None = None, key: str = "",
+def read_text(field: str, text: str, fields: dict, known: tuple[str, ...] | None = None, key: str = "",
               conditions_only: bool = False) -> list[Clause]:
     """The clauses of one field's text. ``key``: the name of a key-value field, read with each clause when
-    looking for conditions ("gen_tokens: 32") and never itself "not understood"."""
-    known = _known_values(fields) if known is None else known
+    looking for conditions ("gen_tokens: 32") and never itself "not understood". The same text with the same
+    configuration reads the same (a table's caption, a notes cell repeated on every row): it is read once."""
+    known = _known_values(fields) if known is None else tuple(known)
+    head = fields.get("headline_tps")
+    head = float(head) if isinstance(head, (int, float)) and not isinstance(head, bool) else None
     text = text[:MAX_TEXT]
+    if head is not None and not _STAT_WORD.search(text):
+        head = None     # the figure only matters to a "max 31.8" clause: without one, rows share the reading
+    got = _read_cached(field, text, (), head, key, conditions_only)
+    if known and any(c.reading == "not_understood" for c in got):
+        got = _read_cached(field, text, known, head, key, conditions_only)   # the entry's own names may explain it
+    return list(got)
+
+
+@lru_cache(maxsize=20_000)
+def _read_cached(field: str, text: str, known: tuple[str, ...], head: float | None, key: str,
+                 conditions_only: bool) -> tuple[Clause, ...]:
+    fields = {"headline_tps": head}
     out: list[Clause] = []
     for a, b in split(text)[:MAX_CLAUSES]:
         piece = text[a:b]
@@ -195,7 +226,7 @@ def read_text(field: str, text: str, fields: dict, known: list[str] | None = Non
                                                                  ("negated" if taken_back else "describes"))))
         else:
             out.append(Clause(field, piece, a, b, "not_understood", detail="not understood: " + " ".join(left[:8])))
-    return out
+    return tuple(out)
 
 
 def read_entry(fields: dict) -> list[Clause]:

@@ -188,6 +188,13 @@ CONDITIONS: list[Condition] = [
        "a lower sustained figure is stated beside the headline ({hit})", negatable=False),
 ]
 
+CONDITIONS.append(_c(
+    "clocks", "clocks_or_power", "low",
+    r"\b((?:locked|fixed|pinned|raised|boosted) (?:gpu |core |memory )?clocks?|clocks? (?:locked|fixed|pinned|raised|boosted)|overclock\w*|"
+    r"(?:raised|increased|unlocked) power (?:limit|target)|power (?:limit|target) (?:raised|increased|unlocked|at \d+\s*%)|-lgc|-lmc|-pl \d+|"
+    r"jetson_clocks|maxn\w*|\d+\s*w power mode)\b|锁频|超频|クロック固定|オーバークロック",
+    "clocks or power were changed for the run ({hit})"))
+
 # -- words that take a condition back ---------------------------------------------------------------
 NEGATION = re.compile(r"(?:\bno(?:t)?\b|\bnever\b|\bwithout\b|\bdisabled?\b|\bcold\b|\bfresh\b|\bnon[- ]?|\bun(?=[a-z])|\bavoid\w*|\bexclud\w*"
                       r"|\bdiscard\w*|\bcleared?\b|\bflush\w*|\bunlike\b|\bisn'?t\b|\bwasn'?t\b|\bweren'?t\b|\bdidn'?t\b|\bnor\b"
