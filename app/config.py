@@ -88,6 +88,11 @@ class Settings(BaseSettings):
         100, description="Most times larger than its encoded form a Content-Encoding-decoded body may get "
         "(bodies under 1 MiB decoded are exempt); past it decoding stops, as for CAVEAT_DECODE_MAX_BYTES.",
     )
+    decode_process_bytes: int = Field(
+        256 * 1024 * 1024, description="Most bytes all decodings in one server process may produce at once "
+        "(each reserves its CAVEAT_DECODE_MAX_BYTES / ratio bound first and waits while others hold the "
+        "budget); bounds the memory of many parallel requests on compressed records.",
+    )
     redis_url: str | None = Field(
         None, description="Redis for the sign-in rate limits shared by several server processes, e.g. "
         "redis://127.0.0.1:6379/0. Default: kept in the memory of each process.",

@@ -114,6 +114,57 @@ class GuardedBackend(httpcore.SyncBackend):
         raise last  # type: ignore[misc]
 
 
+class _DeadlineStream(httpcore.NetworkStream):
+    """A connection whose every read and write waits at most until ``deadline`` (monotonic)."""
+
+    def __init__(self, stream, deadline: float):
+        self._stream, self._deadline = stream, deadline
+
+    def _left(self, timeout: float | None) -> float:
+        left = self._deadline - time.monotonic()
+        if left <= 0:
+            raise httpcore.ReadTimeout("the total time allowed for this exchange has passed")
+        return left if timeout is None else min(timeout, left)
+
+    def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+        return self._stream.read(max_bytes, self._left(timeout))
+
+    def write(self, buffer: bytes, timeout: float | None = None) -> None:
+        self._stream.write(buffer, self._left(timeout))
+
+    def close(self) -> None:
+        self._stream.close()
+
+    def start_tls(self, ssl_context, server_hostname=None, timeout=None):
+        return _DeadlineStream(self._stream.start_tls(ssl_context, server_hostname, self._left(timeout)),
+                               self._deadline)
+
+    def get_extra_info(self, info: str):
+        return self._stream.get_extra_info(info)
+
+
+class _DeadlineBackend(httpcore.NetworkBackend):
+    def __init__(self, backend, deadline: float):
+        self._backend, self._deadline = backend, deadline
+
+    def connect_tcp(self, host, port, timeout=None, local_address=None, socket_options=None):
+        left = max(0.001, self._deadline - time.monotonic())
+        stream = self._backend.connect_tcp(host, port, left if timeout is None else min(timeout, left),
+                                           local_address, socket_options)
+        return _DeadlineStream(stream, self._deadline)
+
+    def sleep(self, seconds: float) -> None:
+        self._backend.sleep(seconds)
+
+
+def with_deadline(transport: httpx.HTTPTransport, deadline: float) -> httpx.HTTPTransport:
+    """``transport`` (a :class:`Fetcher`'s, the address guard kept) with a total deadline: no read,
+    write or connect waits past ``deadline``, however slowly the peer trickles its bytes."""
+    pool = transport._pool
+    pool._network_backend = _DeadlineBackend(pool._network_backend, deadline)
+    return transport
+
+
 @functools.cache
 def ssl_context() -> ssl.SSLContext:
     """The TLS settings every fetch uses (system-independent CA bundle), built once per process."""

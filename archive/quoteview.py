@@ -16,6 +16,8 @@ names that row and column.
 from __future__ import annotations
 
 import re
+import time
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from html import escape
 
@@ -35,6 +37,24 @@ BLOCKS = {"address", "article", "aside", "blockquote", "br", "dd", "details", "d
           "title"}
 CELLS = {"td", "th"}
 _SPAN = re.compile(r"^\d{1,3}$")
+MAX_SHOWN = 50     # occurrences highlighted at most on one page; the rest are counted ("and N more")
+BUDGET_S = 2.0     # seconds one search may spend finding and counting occurrences; past it, counting stops
+
+
+def deadline(budget: float | None = None) -> float:
+    """The monotonic time a search started now must stop at."""
+    return time.monotonic() + (BUDGET_S if budget is None else budget)
+
+
+def scan(rx: re.Pattern, hay: str, owner, until: float | None, keep=None):
+    """``rx.finditer(hay)`` (only the matches ``keep`` accepts), linear, stopping once ``until`` has
+    passed: then ``owner.partial`` is set, and what was found so far is all there is."""
+    for k, m in enumerate(rx.finditer(hay)):
+        if until is not None and not k & 255 and k and time.monotonic() > until:
+            owner.partial = True
+            return
+        if keep is None or keep(m):
+            yield m
 
 
 def squeeze(text: str | None) -> str:
@@ -65,6 +85,9 @@ class Document:
     text: str = ""             # visible text, pieces in document order
     pieces: list = field(default_factory=list)   # (text_start, length, source_start | None, element | None)
     plan: list = field(default_factory=list)     # ("open", el, tag) / ("close", tag) / ("piece", i) / ("sep",)
+    until: float | None = None                   # the search's deadline (monotonic)
+    partial: bool = False                        # counting stopped at the deadline: the totals are lower bounds
+    cut: bool = False                            # the last render showed only the page's head
 
     # -- finding ---------------------------------------------------------------------------------
     def to_source(self, text_pos: int) -> int | None:
@@ -75,8 +98,6 @@ class Document:
         return None if s0 is None else s0 + (text_pos - t0)
 
     def _piece_at(self, text_pos: int) -> int | None:
-        from bisect import bisect_right
-
         starts = self._starts()
         i = bisect_right(starts, text_pos) - 1
         if i < 0:
@@ -97,7 +118,7 @@ class Document:
         if rx is None:
             return []
         out = []
-        for m in rx.finditer(self.text):
+        for m in scan(rx, self.text, self, self.until):
             s0 = self.to_source(m.start())
             last = self.to_source(m.end() - 1)
             out.append(Occurrence(m.start(), m.end(), "text", s0, None if last is None else last + 1))
@@ -107,7 +128,8 @@ class Document:
         rx = pattern(exact)
         if rx is None:
             return []
-        return [Occurrence(m.start(), m.end(), "source", m.start(), m.end()) for m in rx.finditer(self.source)]
+        return [Occurrence(m.start(), m.end(), "source", m.start(), m.end())
+                for m in scan(rx, self.source, self, self.until)]
 
     def _context_ok(self, occ: Occurrence, prefix: str | None, suffix: str | None) -> bool:
         pre, suf = squeeze(prefix), squeeze(suffix)
@@ -194,16 +216,19 @@ class Document:
         marks = getattr(self, "_marks", [])
         return self.cell_of(marks[n - 1]) if 0 < n <= len(marks) else None
 
-    def render(self, marks: list[Occurrence], *, excerpt: bool = False) -> str:
+    def render(self, marks: list[Occurrence], *, excerpt: bool = False, head: bool = False) -> str:
+        """``head``: only the page up to the block holding the last mark (``cut`` then says so)."""
         object.__setattr__(self, "_marks", list(marks))
-        return self._render(marks)
+        self.cut = False
+        return self._render(marks, head)
 
-    def _render(self, marks: list[Occurrence]) -> str:
+    def _render(self, marks: list[Occurrence], head: bool = False) -> str:
         """Inert HTML of the document with each occurrence in ``<mark>`` (the first ``id="quote"``,
         the others ``id="quote-2"``...); the rows and cells holding one get class ``quote-row`` /
         ``quote-cell``."""
         if self.kind != "html" or any(m.where == "source" for m in marks):
-            return self._render_plain(marks)
+            return self._render_plain(marks, head)
+        last = max((m.end for m in marks), default=0) if head else None
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
         hot: set[int] = set()
         for m in marks:
@@ -215,11 +240,21 @@ class Document:
                     hot.add(id(up))
         out: list[str] = []
         text = self.text
+        ends = [e for _, e, _ in spans]
+        opened: list[str] = []
+        past = False   # with ``head``: the last mark has been written, stop at the next block's end
         for step in self.plan:
             op = step[0]
             if op == "piece":
                 t0, n, _, _ = self.pieces[step[1]]
-                out.append(_marked(text, t0, t0 + n, spans))
+                out.append(_marked(text, t0, t0 + n, spans, ends))
+                past = past or (last is not None and t0 + n >= last)
+            elif past and op == "close" and step[1] in BLOCKS:
+                out.append(f"</{step[1]}>")
+                opened.pop() if opened else None
+                out.extend(f"</{t}>" for t in reversed(opened))
+                self.cut = True
+                return "".join(out)
             elif op == "open":
                 el, tag = step[1], step[2]
                 attrs = ""
@@ -230,21 +265,33 @@ class Document:
                 if id(el) in hot:
                     attrs += ' class="quote-row"' if tag == "tr" else ' class="quote-cell"'
                 out.append(f"<{tag}{attrs}>")
+                if tag not in VOID:
+                    opened.append(tag)
             elif op == "close":
                 out.append(f"</{step[1]}>")
+                opened.pop() if opened else None
         return "".join(out)
 
-    def _render_plain(self, marks: list[Occurrence]) -> str:
+    def _render_plain(self, marks: list[Occurrence], head: bool = False) -> str:
         hay = self.source if (self.kind != "html" or any(m.where == "source" for m in marks)) else self.text
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
-        return f'<pre class="page-source">{_marked(hay, 0, len(hay), spans)}</pre>'
+        end = len(hay)
+        if head and spans:
+            nl = hay.find("\n", spans[-1][1])
+            end = len(hay) if nl < 0 else nl + 1
+            self.cut = end < len(hay)
+        return f'<pre class="page-source">{_marked(hay, 0, end, spans)}</pre>'
 
 
-def _marked(text: str, a: int, b: int, spans) -> str:
+def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None) -> str:
     """``text[a:b]`` escaped, with the parts inside ``spans`` (start, end, n) in ``<mark>``."""
     out, cur = [], a
-    for s, e, n in spans:
-        if e <= cur or s >= b:
+    ends = [e for _, e, _ in spans] if ends is None else ends
+    for k in range(bisect_right(ends, a), len(spans)):   # spans do not overlap: their ends are sorted too
+        s, e, n = spans[k]
+        if s >= b:
+            break
+        if e <= cur:
             continue
         s2, e2 = max(s, cur), min(e, b)
         out.append(escape(text[cur:s2], quote=False))
@@ -354,11 +401,11 @@ def build(source: str, kind: str) -> Document:
 # -- the fast path: selectors matched in the source, the page rendered by XSLT ------------------------
 
 import html as _html  # noqa: E402
-from bisect import bisect_right  # noqa: E402
 
 _MARKUP = re.compile(r"<!--.*?(?:-->|\Z)|<(script|style|head|noscript|template|textarea|title|svg|math|object)\b"
                      r".*?(?:</\1\s*>|\Z)|<[^>]*>?", re.S | re.I)
 _TAG = re.compile(r"<[^>]*>?")
+_BLOCK_END = re.compile(r"</(?:tr|p|li|div|pre|dd|dt|blockquote|section|article|h[1-6])\s*>", re.I)
 # Our own element names inside the parsed page, with a suffix no archived page can know (so a page that
 # contains <caveat-mark> itself cannot make marks or "rows not shown" notes of its own).
 import secrets as _secrets  # noqa: E402
@@ -421,6 +468,10 @@ class SourceDoc:
         self._lower: str | None = None
         self._cells: dict[int, dict | None] = {}
         self.shown_text: str | None = None
+        self.until: float | None = None
+        self.partial = False
+        self.cut = False
+        self.excerpted = False
 
     def _spans(self) -> None:
         if self._starts is None:
@@ -461,8 +512,8 @@ class SourceDoc:
         rx = pattern(exact)
         if rx is None:
             return []
-        return [Occurrence(m.start(), m.end(), "text", m.start(), m.end()) for m in rx.finditer(self.source)
-                if self._in_text(m.start(), m.end())]
+        return [Occurrence(m.start(), m.end(), "text", m.start(), m.end())
+                for m in scan(rx, self.source, self, self.until, lambda m: self._in_text(m.start(), m.end()))]
 
     def _context_ok(self, occ: Occurrence, prefix: str | None, suffix: str | None) -> bool:
         pre, suf = squeeze(prefix), squeeze(suffix)
@@ -494,7 +545,9 @@ class SourceDoc:
 
     def count(self, exact: str) -> int:
         rx = pattern(exact)
-        return sum(1 for m in rx.finditer(self.source) if self._in_text(m.start(), m.end())) if rx else 0
+        if rx is None:
+            return 0
+        return sum(1 for _ in scan(rx, self.source, self, self.until, lambda m: self._in_text(m.start(), m.end())))
 
     def matched(self, occ: Occurrence) -> str:
         return self.source[occ.start:occ.end]
@@ -507,13 +560,16 @@ class SourceDoc:
     def around(self, occ: Occurrence, width: int = 200) -> tuple[str, str]:
         return self.context(occ, width)
 
-    def render(self, marks: list[Occurrence], *, excerpt: bool = False) -> str:
+    def render(self, marks: list[Occurrence], *, excerpt: bool = False, head: bool = False) -> str:
         """Inert HTML of the page with the occurrences in ``<mark>``. ``excerpt``: only the part around
         the (first) mark: in a table, its header and ``ROWS`` rows either side (the rows left out are
-        counted), under the nearest heading; elsewhere the block holding it and its neighbours."""
+        counted), under the nearest heading; elsewhere the block holding it and its neighbours.
+        ``head``: only the page up to the end of the block holding the last mark (``cut`` says so),
+        so showing the first few of many occurrences does not read the rest of a long page."""
         from lxml import etree
         import lxml.html
 
+        self.cut = False
         if excerpt and len(marks) == 1:
             fast = self._render_table_slice(marks[0])
             if fast is not None:
@@ -523,16 +579,22 @@ class SourceDoc:
         for n, m in sorted(((n, m) for n, m in enumerate(marks, 1)), key=lambda t: t[1].start):
             pieces += [src[cur:m.start], f'<{SENTINEL} n="{n}">', src[m.start:m.end], f"</{SENTINEL}>"]
             cur = m.end
-        pieces.append(src[cur:])
+        end = len(src)
+        if head and marks:
+            closing = _BLOCK_END.search(src, cur)
+            end = closing.end() if closing else len(src)
+            self.cut = end < len(src)
+        pieces.append(src[cur:end])
         try:
             root = lxml.html.document_fromstring("".join(pieces))
         except ValueError:
             root = lxml.html.document_fromstring("".join(pieces).encode("utf-8"))
         self._cells = {}
         first = None
+        tables: dict = {}
         for el in root.iter(SENTINEL):
             n = int(el.get("n"))
-            self._cells[n] = _cell(el)
+            self._cells[n] = _cell(el, tables)
             first = el if n == 1 else first
             for tags in (CELLS, {"tr"}):
                 up = _up(el, tags)
@@ -544,7 +606,7 @@ class SourceDoc:
             if part is not None:
                 root, self.excerpted = part, True
         result = _transform()(etree.ElementTree(root))
-        self.shown_text = None if self.excerpted else result.xpath("string(/)")
+        self.shown_text = None if self.excerpted or self.cut else result.xpath("string(/)")
         return str(result).strip()
 
     def _render_table_slice(self, m: Occurrence) -> str | None:
@@ -635,20 +697,28 @@ class SourceDoc:
         rx = pattern(exact)
         if rx is None or self.shown_text is None:
             return self.count(exact)
-        return len(rx.findall(self.shown_text))
+        return sum(1 for _ in scan(rx, self.shown_text, self, self.until))
 
     def cell(self, n: int) -> dict | None:
         """Row and column of mark ``n`` (1-based) of the last :func:`render`."""
         return self._cells.get(n)
 
 
-def _cell(mark) -> dict | None:
+def _cell(mark, tables: dict | None = None) -> dict | None:
+    """Row and column of a mark in a table. ``tables`` keeps each table's rows and their positions
+    between calls, so marking many rows of one table reads it once."""
     cell = _up(mark, CELLS)
     row = _up(cell, {"tr"}) if cell is not None else None
     table = _up(row, {"table"}) if row is not None else None
     if table is None:
         return None
-    rows = table.xpath(".//tr")
+    known = None if tables is None else tables.get(table)
+    if known is None:
+        rows = table.xpath(".//tr")
+        known = (rows, {r: k for k, r in enumerate(rows)})
+        if tables is not None:
+            tables[table] = known
+    rows, index = known
     col = 0
     for sib in row:
         if sib is cell:
@@ -662,7 +732,7 @@ def _cell(mark) -> dict | None:
             header = _cell_at(cells, col)
             break
     label_cells = [c for c in row if isinstance(c.tag, str) and c.tag.lower() in CELLS]
-    return {"row": rows.index(row) + 1, "column": col + 1,
+    return {"row": index[row] + 1, "column": col + 1,
             "header": _clean(header.text_content()) if header is not None else None,
             "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
 
@@ -755,17 +825,23 @@ def _contains(outer, inner) -> bool:
 
 
 def locate(source: str, kind: str, exact: str, prefix: str | None = None, suffix: str | None = None,
-           pos: int | None = None):
+           pos: int | None = None, *, budget: float | None = None):
     """(document, occurrences the selector keeps, occurrences of the quote alone or None when not
     counted). HTML is first searched in its source (:class:`SourceDoc`, fast); when the quote is not
     within one text run there (it crosses markup, uses an entity) or the selector keeps nothing, the
-    whole document is read (:func:`build`), which also falls back to the source's markup."""
+    whole document is read (:func:`build`), which also falls back to the source's markup.
+
+    Every search is linear in the page and stops after ``budget`` seconds (:data:`BUDGET_S`): the
+    document's ``partial`` then says the occurrences were not all counted."""
+    until = deadline(budget)
     if kind == "html":
         fast = SourceDoc(source)
+        fast.until = until
         res = fast.find(exact, prefix, suffix, pos)
         if res is not None and res[0]:
             kept, total = res
             return fast, kept, (None if total < 0 else total)
     doc = build(source, kind)
+    doc.until = until
     kept, total = doc.find(exact, prefix, suffix, pos)
     return doc, kept, total

@@ -21,6 +21,7 @@ from app.models import ChangeEvent, Crawl, HookDelivery, Snapshot, Source
 from app.watch import changes
 from app.watch import hooks
 from app.watch import schedule
+from app.watch.jobs import queue_for
 from app.watch.schedule import crawl_now
 from app.claims.sources import add_source
 
@@ -328,6 +329,7 @@ def _wait(pred, seconds: float = 40.0):
 def test_webhook_signed_and_retried_in_process(db, server):
     db.settings.hook_retry_wait = 1.0
     rx = Receiver(fail=2)
+    queue_for(db)   # the in-process queue `caveat serve` runs (without it, a crawl makes one attempt itself)
     try:
         with db.Session.begin() as s:
             hooks.add_hook(s, rx.url, "s3cret-s3cret-s3cret")
@@ -360,6 +362,7 @@ def test_hanging_receiver_is_bounded(db, server):
     db.settings.hook_timeout = 0.5
     db.settings.hook_attempts = 1
     rx = Receiver(hang=3.0)
+    queue_for(db)
     try:
         with db.Session.begin() as s:
             hooks.add_hook(s, rx.url, "s3cret-s3cret-s3cret")

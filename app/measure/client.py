@@ -19,10 +19,14 @@ from urllib.parse import urlsplit
 
 import orjson
 
+from app.measure.watchdog import Watchdog
+
 CHAT_PATH = "/v1/chat/completions"
 COMPLETIONS_PATH = "/v1/completions"
 USER_AGENT = "Caveat-measure/1"
 READ_SIZE = 8192  # per socket read: an event is a few hundred bytes, and a larger buffer costs per read
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024  # most bytes one streamed answer may have
+MAX_LINE_BYTES = 1024 * 1024           # longest line (one `data:` event) of a streamed answer
 
 
 class MeasureError(Exception):
@@ -153,12 +157,14 @@ class Exchange:
     done: bool = False
     error: str | None = None
     stalled: bool = False  # the watchdog cut the stream: nothing arrived for the timeout
+    overtime: bool = False  # the watchdog cut the stream: it was still going at the timeout (a total deadline)
+    sock: socket.socket | None = None  # the connection's socket while it streams (conn.sock is gone after Connection: close)
     reads: int = 0  # socket reads so far (progress while streaming)
     conn: object = field(default=None, repr=False, compare=False)  # the open connection while it streams
 
     def abort(self) -> None:
         """Cut the connection from another thread (Ctrl-C): a read blocked on it returns at once."""
-        sock = getattr(self.conn, "sock", None)
+        sock = getattr(self.conn, "sock", None) or self.sock
         if sock is not None:
             try:
                 sock.shutdown(socket.SHUT_RDWR)
@@ -192,57 +198,6 @@ class Exchange:
         if not secs or self.tokens < 2:
             return None
         return (self.tokens - 1) / secs
-
-
-class Watchdog:
-    """One thread for all streams: a stream that has read nothing for its timeout is marked stalled and
-    its connection cut, so its blocked read returns and the stream fails with a timeout. It looks every
-    tenth of a second (so a timeout is honoured to within that), and runs only while a stream does."""
-
-    TICK = 0.1
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._streams: dict[int, list] = {}  # id(exchange) -> [exchange, timeout, reads seen, since]
-        self._thread: threading.Thread | None = None
-
-    def watching(self, ex: "Exchange", timeout: float):
-        watchdog = self
-
-        class _Watch:
-            def __enter__(self):
-                with watchdog._lock:
-                    watchdog._streams[id(ex)] = [ex, timeout, ex.reads, time.monotonic()]
-                    if watchdog._thread is None:
-                        watchdog._thread = threading.Thread(target=watchdog._run, name="caveat-measure-watchdog",
-                                                            daemon=True)
-                        watchdog._thread.start()
-
-            def __exit__(self, *exc):
-                with watchdog._lock:
-                    watchdog._streams.pop(id(ex), None)
-                return False
-
-        return _Watch()
-
-    def _run(self) -> None:
-        while True:
-            time.sleep(self.TICK)
-            now = time.monotonic()
-            with self._lock:
-                if not self._streams:
-                    self._thread = None
-                    return
-                late = []
-                for entry in self._streams.values():
-                    ex, timeout, seen, since = entry
-                    if ex.reads != seen:
-                        entry[2], entry[3] = ex.reads, now
-                    elif now - since > timeout:
-                        late.append(ex)
-            for ex in late:
-                ex.stalled = True
-                ex.abort()
 
 
 WATCHDOG = Watchdog()
@@ -296,6 +251,7 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
         conn.connect()
         ex.t_sent = time.perf_counter()
         conn.request("POST", target, body=ex.request_body, headers=headers)
+        sock = ex.sock = conn.sock   # kept: an answer delimited by Connection: close leaves conn.sock None
         resp = conn.getresponse()
         ex.t_head = time.perf_counter()
         ex.status, ex.reason = resp.status, resp.reason
@@ -312,14 +268,18 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
                                "tokens as they arrive, so the server must honour \"stream\": true")
         # while the body streams the socket blocks without a timeout (a timeout costs a poll() per
         # token); the watchdog cuts a stream that has read nothing for the timeout instead
-        conn.sock.settimeout(None)
+        sock.settimeout(None)
         with WATCHDOG.watching(ex, endpoint.timeout):
-            _read_events(resp, conn.sock, ex, stop, on_token)
+            _read_events(resp, sock, ex, stop, on_token)
         ex.done = True
         return ex
-    except MeasureError:
-        raise
-    except (OSError, http.client.HTTPException, ValueError) as exc:
+    except (MeasureError, OSError, http.client.HTTPException, ValueError) as exc:
+        if ex.overtime:   # the watchdog cut it: whatever the cut stream looked like, that is why it ended
+            raise MeasureError(f"{what}: timed out after {endpoint.timeout:g} s with the answer unfinished "
+                               f"(--timeout is the most one request may take, however steadily it streams), "
+                               f"after {ex.reads} read(s) of the stream") from None
+        if isinstance(exc, MeasureError):
+            raise
         if stop is not None and stop.is_set():
             raise Interrupted("stopped") from None
         if ex.stalled:
@@ -327,7 +287,7 @@ def stream(endpoint: Endpoint, ex: Exchange, model: str, max_tokens: int, *, sto
         got = f" after {ex.reads} read(s) of the stream" if ex.reads else ""
         raise MeasureError(_reason(exc, endpoint, what) + got) from None
     finally:
-        ex.conn = None
+        ex.conn = ex.sock = None
         conn.close()
 
 
@@ -408,7 +368,17 @@ def _read_events(resp, sock, ex: Exchange, stop, on_token) -> None:
     read that completed it: the same times as parsing live, for less work per wake-up."""
     reads: list[tuple[bytes, float]] = []
     add = reads.append
+    total = line = 0
     for data, now in _body_pieces(resp, sock, time.perf_counter):
+        total += len(data)
+        nl = data.rfind(b"\n")
+        line = line + len(data) if nl < 0 else len(data) - nl - 1
+        if total > MAX_RESPONSE_BYTES:
+            raise MeasureError(f"the answer passed {MAX_RESPONSE_BYTES:,} bytes; a measurement's answer is far "
+                               "smaller: the server is not streaming tokens")
+        if line > MAX_LINE_BYTES:
+            raise MeasureError(f"a line of the answer passed {MAX_LINE_BYTES:,} bytes; server-sent events are "
+                               "lines of a few hundred: the server is not streaming tokens")
         add((data, now))
         if stop is not None and stop.is_set():
             raise Interrupted("stopped")

@@ -223,15 +223,18 @@ def _match_json(settings: Settings, snap: Snapshot, doc, q: str, n: int, occ: qu
 def quote_view(session: Session, settings: Settings, citation_id: str, q: str, prefix: str | None = None,
                suffix: str | None = None, pos: str | int | None = None, *, whole: bool = False) -> dict:
     """The highlighted view (the page in its own structure, HTML) and its JSON twin. When the quote
-    occurs more than once and nothing selects one, every occurrence is shown and counted."""
+    occurs more than once and nothing selects one, the first ``quoteview.MAX_SHOWN`` occurrences are
+    shown and the rest counted (``more``; ``partial`` when counting stopped at the time budget)."""
     snap = lookup(session, settings, citation_id)
     where = parse_pos(pos)
     kept, total, doc = find_in_snapshot(session, settings, snap, q, prefix, suffix, where)
     selected = bool(prefix or suffix or where is not None)
     ambiguous = len(kept) > 1 and not selected
-    shown = kept if ambiguous else kept[:1]
+    shown = kept[:quoteview.MAX_SHOWN] if ambiguous else kept[:1]
     first = shown[0]
-    html = doc.render(shown, excerpt=not ambiguous and not whole)   # one occurrence: the part of the page around it
+    more = len(kept) - len(shown)
+    # one occurrence: the part of the page around it; more than can be shown: the page up to the last shown
+    html = doc.render(shown, excerpt=not ambiguous and not whole, head=bool(more) and not whole)
     before, after = doc.around(first)
     data = snapshot_json(settings, snap)
     data.update({
@@ -239,6 +242,8 @@ def quote_view(session: Session, settings: Settings, citation_id: str, q: str, p
         "matched": doc.matched(first), "matched_in": first.where, "start": first.start, "end": first.end,
         "source_start": first.source_start, "source_end": first.source_end, "cell": doc.cell(1),
         "occurrences": total, "selected": len(kept), "ambiguous": ambiguous,
+        "shown": len(shown), "more": more, "partial": bool(getattr(doc, "partial", False)),
+        "cut": bool(getattr(doc, "cut", False)),
         "excerpt": bool(getattr(doc, "excerpted", False)),
         "matches": [_match_json(settings, snap, doc, q, n, o) for n, o in enumerate(shown, 1)],
         "quote_url": quote_url(settings, snap.citation_id, q, prefix, suffix, where),

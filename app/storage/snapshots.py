@@ -48,7 +48,8 @@ class StoredResponse:
 
 
 def limits_of(settings: Settings) -> DecodeLimits:
-    return DecodeLimits(max_bytes=settings.decode_max_bytes, max_ratio=settings.decode_max_ratio)
+    return DecodeLimits(max_bytes=settings.decode_max_bytes, max_ratio=settings.decode_max_ratio,
+                        process_bytes=settings.decode_process_bytes)
 
 
 def _read(settings: Settings, snapshot: Snapshot) -> WarcRecord:
@@ -74,12 +75,13 @@ def load_record(settings: Settings, snapshot: Snapshot, *, session: Session | No
     if snapshot.record_type == "revisit":
         raw, more = _revisit_payload(settings, snapshot, session)
         problems += more
-    if raw is not None and hashlib.sha256(raw).hexdigest() != snapshot.sha256:
+    digest = hashlib.sha256(raw or b"").hexdigest()
+    if raw is not None and digest != snapshot.sha256:
         problems.append("payload sha256 differs from the index")
     raw = raw or b""
     encoding = rec.http_header("Content-Encoding")
-    if decode:
-        body, warning = decode_content(raw, encoding, limits_of(settings))
+    if decode:   # bounded process-wide; a refusal is remembered by the payload's digest
+        body, warning = decode_content(raw, encoding, limits_of(settings), key=digest)
     else:
         body, warning = raw, None
     headers = rec.http_headers

@@ -7,6 +7,12 @@ The body is the event as ``GET /api/changes`` gives it, inside ``{"event": ...}`
 connection, no answer within ``CAVEAT_HOOK_TIMEOUT``) is retried by the job queue after
 ``CAVEAT_HOOK_RETRY_WAIT`` seconds, doubled each time, ``CAVEAT_HOOK_ATTEMPTS`` attempts in all; each
 attempt is logged on the delivery. Receivers go through the crawler's address guard.
+
+An attempt is bounded whatever the receiver does: ``CAVEAT_HOOK_TIMEOUT`` is the total time of the
+whole exchange (connect, send, status, a receiver trickling one byte at a time is cut at it), and at
+most ``ANSWER_BYTES`` of its answer are read. Each attempt is claimed in the database before it is
+made (``attempts`` raised only while below the limit), so a delivery deferred twice never makes more
+than ``CAVEAT_HOOK_ATTEMPTS`` attempts.
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ import json
 import time
 
 import httpx
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.capture.http import limits_for
@@ -25,14 +31,15 @@ from app.db import Database
 from app.errors import BadRequest, NotFound
 from app.models import ChangeEvent, Hook, HookDelivery, utcnow
 from app.watch.changes import events_json
-from app.watch.jobs import TASK_DELIVER, DeliveryFailed, queue_for, register_handler
-from archive.fetcher import Fetcher
+from app.watch.jobs import TASK_DELIVER, DeliveryFailed, register_handler, running_queue
+from archive.fetcher import Fetcher, with_deadline
 from archive.surt import InvalidURL
 from archive.urls import check_url
 from datetime import datetime, timezone
 
 MIN_SECRET = 16
 MAX_LOG = 20
+ANSWER_BYTES = 4096   # at most this much of a receiver's answer is read
 
 
 def add_hook(session: Session, url: str, secret: str, *, cited_only: bool = False) -> Hook:
@@ -84,7 +91,10 @@ def sign(secret: str, timestamp: str, body: bytes) -> str:
 
 
 def queue_deliveries(db: Database, event_ids: list[int], queue=None) -> list[int]:
-    """A pending delivery per (active hook, event), each deferred on the queue."""
+    """A pending delivery per (active hook, event), each deferred on ``queue`` (by default this
+    process's running queue, or PostgreSQL's). A process that runs no queue (``caveat crawl`` on
+    SQLite) makes the first attempt of each itself and leaves the rest to ``caveat serve``, whose
+    housekeeping defers every pending delivery no job holds."""
     made = []
     with db.Session() as s:
         hooks = list_hooks(s)
@@ -101,51 +111,92 @@ def queue_deliveries(db: Database, event_ids: list[int], queue=None) -> list[int
                 made.append(d.id)
         s.commit()
     if queue is None:
-        queue = queue_for(db)
+        queue = running_queue(db) or InlineAttempts(db)
     for did in made:
         queue.defer_delivery(did)
     return made
 
 
-def _transport(db: Database) -> httpx.HTTPTransport:
-    return Fetcher(limits_for(db.settings)).transport
+class InlineAttempts:
+    """Deliveries attempted once, here and now (a process with no job queue: ``caveat crawl``)."""
+
+    def __init__(self, db: Database):
+        self.db = db
+
+    def defer_delivery(self, delivery_id: int) -> None:
+        try:
+            deliver(self.db, delivery_id)
+        except DeliveryFailed:
+            pass   # pending, attempts counted: `caveat serve` (or a worker) retries it
+
+
+def _transport(db: Database, deadline: float) -> httpx.HTTPTransport:
+    return with_deadline(Fetcher(limits_for(db.settings)).transport, deadline)
+
+
+def _claim(db: Database, delivery_id: int) -> tuple[str, dict | None]:
+    """Take the next attempt of a pending delivery: (status, what to send) or (status, None) when
+    there is none to make (delivered, failed, gone, or the attempts used up)."""
+    settings = db.settings
+    with db.Session() as s:
+        d = s.get(HookDelivery, delivery_id)
+        if d is None or d.status != "pending":
+            return (d.status if d is not None else "gone"), None
+        hook = s.get(Hook, d.hook_id)
+        event = s.get(ChangeEvent, d.event_id)
+        if hook is None or not hook.active or event is None:
+            d.status, d.last_error = "failed", "the hook was removed"
+            s.commit()
+            return d.status, None
+        if d.attempts >= settings.hook_attempts:
+            d.status = "failed"
+            s.commit()
+            return d.status, None
+        took = s.execute(update(HookDelivery).where(HookDelivery.id == delivery_id, HookDelivery.status == "pending",
+                                                    HookDelivery.attempts == d.attempts)
+                         .values(attempts=HookDelivery.attempts + 1)).rowcount
+        if took != 1:   # another job took this attempt at the same moment
+            s.rollback()
+            return "pending", None
+        body = json.dumps({"event": _plain(events_json(s, settings, [event])[0])}, sort_keys=True).encode()
+        job = {"url": hook.url, "secret": hook.secret, "kind": event.kind, "body": body}
+        s.commit()
+        return "pending", job
 
 
 def deliver(db: Database, delivery_id: int, *, final: bool = False) -> str:
     """One attempt. Returns the delivery's status; raises DeliveryFailed to have the queue retry it
     (``final``: the last attempt, logged as failed instead)."""
     settings = db.settings
-    with db.Session() as s:
-        d = s.get(HookDelivery, delivery_id)
-        if d is None or d.status != "pending":
-            return d.status if d is not None else "gone"
-        hook = s.get(Hook, d.hook_id)
-        event = s.get(ChangeEvent, d.event_id)
-        if hook is None or not hook.active or event is None:
-            d.status, d.last_error = "failed", "the hook was removed"
-            s.commit()
-            return d.status
-        body = json.dumps({"event": _plain(events_json(s, settings, [event])[0])}, sort_keys=True).encode()
-        url, secret = hook.url, hook.secret
-    stamp = str(int(time.time()))
+    status, job = _claim(db, delivery_id)
+    if job is None:
+        return status
+    body, stamp = job["body"], str(int(time.time()))
     headers = {"Content-Type": "application/json", "User-Agent": settings.user_agent,
-               "X-Caveat-Event": event.kind, "X-Caveat-Delivery": str(delivery_id),
-               "X-Caveat-Timestamp": stamp, "X-Caveat-Signature": sign(secret, stamp, body)}
+               "X-Caveat-Event": job["kind"], "X-Caveat-Delivery": str(delivery_id),
+               "X-Caveat-Timestamp": stamp, "X-Caveat-Signature": sign(job["secret"], stamp, body)}
     started = time.monotonic()
     code, error = None, None
     try:
-        with httpx.Client(transport=_transport(db), timeout=settings.hook_timeout) as client:
-            r = client.post(url, content=body, headers=headers)
-            code = r.status_code
+        with httpx.Client(transport=_transport(db, started + settings.hook_timeout),
+                          timeout=settings.hook_timeout) as client:
+            with client.stream("POST", job["url"], content=body, headers=headers) as r:
+                code = r.status_code
+                read = 0
+                for chunk in r.iter_raw():   # a little of the answer, never all of it
+                    read += len(chunk)
+                    if read >= ANSWER_BYTES:
+                        break
             if not 200 <= code < 300:
                 error = f"the receiver answered HTTP {code}"
     except httpx.TimeoutException:
         error = f"no answer within {settings.hook_timeout:g} s (CAVEAT_HOOK_TIMEOUT)"
+        code = None
     except Exception as exc:  # noqa: BLE001 - refused, reset, DNS, the address guard: all retried
         error = f"{type(exc).__name__}: {getattr(exc, 'message', None) or exc}"
+        code = None
     with db.Session() as s:
         d = s.get(HookDelivery, delivery_id)
-        d.attempts += 1
         d.last_code, d.last_error = code, error
         d.log = (list(d.log or []) + [{"at": utcnow().isoformat(), "code": code, "error": error,
                                        "seconds": round(time.monotonic() - started, 3)}])[-MAX_LOG:]

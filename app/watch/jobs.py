@@ -20,6 +20,7 @@ Procrastinate's schema is applied by migration ``20261201_0010w`` with procrasti
 from __future__ import annotations
 
 import asyncio
+import atexit
 import logging
 import threading
 from typing import Callable
@@ -145,6 +146,13 @@ class PgQueue:
     def defer_delivery(self, delivery_id: int) -> int | None:
         return self.app.configure_task(TASK_DELIVER).defer(delivery_id=delivery_id)
 
+    def delivery_jobs(self) -> set[int]:
+        """The deliveries a job waits or runs for."""
+        with self.db.engine.connect() as conn:
+            return {int(args.get("delivery_id")) for (args,) in conn.exec_driver_sql(
+                "SELECT args FROM procrastinate_jobs WHERE task_name = %(t)s AND status IN ('todo', 'doing')",
+                {"t": TASK_DELIVER})}
+
     def jobs(self) -> dict[int, str]:
         """crawl id -> status of its job (for the status endpoint)."""
         out = {}
@@ -167,9 +175,11 @@ class LocalQueue:
         self.loop = asyncio.new_event_loop()
         self.ready = threading.Event()
         self.stopping = False
+        self._task = None
         self.thread = threading.Thread(target=self._run, name="caveat-jobs", daemon=True)
         self.thread.start()
         self.ready.wait(10)
+        atexit.register(self.close)   # stopped before the interpreter exits, never run during its exit
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
@@ -182,9 +192,30 @@ class LocalQueue:
                                                 delete_jobs="successful", update_heartbeat_interval=HEARTBEAT)
 
         try:
-            self.loop.run_until_complete(main())
+            self._task = self.loop.create_task(main())
+            self.loop.run_until_complete(self._task)
+        except asyncio.CancelledError:
+            pass
         except Exception:  # pragma: no cover - logged, the server keeps serving
             log.exception("the in-process job worker stopped")
+
+    def close(self, wait: float = 15.0) -> None:
+        """Stop the worker: the job in progress ends (its own deadline bounds it), no new one starts.
+        Pending deliveries stay in Caveat's tables for the next start's housekeeping."""
+        if self.stopping:
+            return
+        self.stopping = True
+        if self._task is not None and not self.loop.is_closed():
+            try:
+                self.loop.call_soon_threadsafe(self._task.cancel)
+            except RuntimeError:   # the loop already stopped
+                pass
+        self.thread.join(wait)
+
+    def delivery_jobs(self) -> set[int]:
+        jobs = self.app.connector.jobs
+        return {int(j["args"]["delivery_id"]) for j in list(jobs.values())
+                if j["task_name"] == TASK_DELIVER and j["status"] in ("todo", "doing")}
 
     def _call(self, coro):
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(30)
@@ -208,6 +239,16 @@ class LocalQueue:
 
 
 _QLOCK = threading.Lock()
+
+
+def running_queue(db: Database):
+    """The queue jobs can be deferred on from here without starting a worker in this process: the
+    one already running in it, or PostgreSQL's (its workers are other processes). None on SQLite
+    when this process runs none (``caveat crawl``)."""
+    q = getattr(db, "_job_queue", None)
+    if q is not None and not getattr(q, "stopping", False):
+        return q
+    return queue_for(db) if is_postgres(db) else None
 
 
 def queue_for(db: Database):

@@ -36,13 +36,26 @@ def enqueue(db: Database, source, trigger: str = "manual") -> tuple[int, bool]:
 
 
 def housekeeping(db: Database, queue=None, *, now=None) -> dict:
-    """One round: queue the due sources, re-defer pending deliveries nobody has (in-process queue)."""
+    """One round: queue the due sources, re-defer orphaned crawls and the pending deliveries no job
+    holds (made by `caveat crawl`, or left by a worker that stopped)."""
     queue = queue or queue_for(db)
     claimed = claim_due(db, now=now, each=lambda sid, cid: queue.defer_crawl(cid, sid))
     stale = orphans(db, older_than=ORPHAN_AFTER)
     for sid, cid in stale:
         queue.defer_crawl(cid, sid)
-    return {"queued": len(claimed), "requeued": len(stale)}
+    return {"queued": len(claimed), "requeued": len(stale), "deliveries": redefer_deliveries(db, queue)}
+
+
+def redefer_deliveries(db: Database, queue) -> int:
+    """Defer every pending delivery that no job waits or runs for; the attempt claim in
+    ``hooks.deliver`` keeps a delivery deferred twice within its attempts."""
+    held = queue.delivery_jobs()
+    with db.Session() as s:
+        pending = list(s.scalars(select(HookDelivery.id).where(HookDelivery.status == "pending")))
+    orphaned = [d for d in pending if d not in held]
+    for did in orphaned:
+        queue.defer_delivery(did)
+    return len(orphaned)
 
 
 def redefer_orphans(db: Database, queue) -> int:
@@ -52,12 +65,7 @@ def redefer_orphans(db: Database, queue) -> int:
     for sid, cid in orphans(db):
         queue.defer_crawl(cid, sid)
         n += 1
-    with db.Session() as s:
-        pending = list(s.scalars(select(HookDelivery.id).where(HookDelivery.status == "pending")))
-    for did in pending:
-        queue.defer_delivery(did)
-        n += 1
-    return n
+    return n + redefer_deliveries(db, queue)
 
 
 class Scheduler:
