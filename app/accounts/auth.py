@@ -37,7 +37,7 @@ from app.deps import get_session
 from app.models import ApiToken, Decision, LoginSession, Measurement, User, utcnow
 from app.accounts.tokens import (  # noqa: F401  (re-exported: the faces use auth.<name>)
     DEFAULT_SCOPES, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, SCOPES, TOKEN_PREFIX, create_token, list_tokens, parse_scopes,
-    _token_hash, require_scope, revoke_token, token_state, user_for_token,
+    _token_hash, require_scope, revoke_token, token_row, token_state, user_for_token,
 )
 from app.accounts.users import (  # noqa: F401  (re-exported)
     MIN_PASSWORD, USERNAME_RE, _DUMMY_HASH, _existing_user, authenticate, create_user, get_user, hash_password,
@@ -241,8 +241,9 @@ def current_user(request: Request, session: Session = Depends(get_session)) -> U
         user = user_for_token(session, token)
         if user is not None:
             request.state.auth_method = "token"
-            row = session.scalar(select(ApiToken.scopes).where(ApiToken.token_hash == _token_hash(token)))
-            request.state.token_scopes = tuple((row or "").split(","))
+            row = token_row(session, token)
+            request.state.token_scopes = tuple((row.scopes or "").split(","))
+            request.state.token_id = row.id
         return user
     data = _read_session(request)
     if data is None:
