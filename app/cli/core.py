@@ -133,7 +133,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
         sock.close()  # uvicorn's workers bind it again themselves
         os.environ["CAVEAT_BASE_URL"] = settings.base_url  # the workers build their settings from the environment
         uvicorn.run("app.main:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning")
+                    log_level="warning", proxy_headers=False)  # the app reads X-Forwarded-For itself
     else:
 
         application = create_app(settings)
@@ -141,7 +141,9 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 
             application.state.scheduler = Scheduler(application.state.db)
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
-        server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
+        # proxy_headers off: uvicorn would trust X-Forwarded-For from any loopback peer; the app reads it
+        # itself, from CAVEAT_TRUSTED_PROXIES only (auth.client_address).
+        server = uvicorn.Server(uvicorn.Config(application, log_level="warning", proxy_headers=False))
         server.run(sockets=[sock])
 
 
