@@ -140,3 +140,39 @@ def test_an_attacker_exhausting_the_account_limit_does_not_lock_out_its_owner(se
         owner.cookies.delete(auth.SESSION_COOKIE)
         mine = [_attempt(owner, "alice", "wrong horse", owner_ip).status_code for _ in range(6)]
         assert mine[:5] == [401] * 5 and mine[5] == 429  # a stolen device cookie is no free pass
+
+
+# -- (c) health asks the database ---------------------------------------------------------------------
+def _scribble_table(path: str, table: str) -> None:
+    import sqlite3
+
+    con = sqlite3.connect(path)
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    page = con.execute("PRAGMA page_size").fetchone()[0]
+    root = con.execute("SELECT rootpage FROM sqlite_master WHERE name = ?", (table,)).fetchone()[0]
+    con.close()
+    data = bytearray(Path(path).read_bytes())
+    start = (root - 1) * page
+    data[start:start + page] = bytes([0x5A]) * page  # the table's root page is garbage now
+    Path(path).write_bytes(bytes(data))
+
+
+def test_health_is_503_on_a_corrupted_database_whose_pages_fail(settings, served):
+    from sqlalchemy import insert
+
+    from app.models import Source
+
+    db = Database(settings)
+    with db.session() as s:
+        s.execute(insert(Source).values(name="board", url="https://example.com/board", kind="html"))
+    db.dispose()
+    srv = served()
+    assert httpx.get(srv.url + "/api/health").json()["ok"] is True
+    srv.stop()
+    _scribble_table(settings.db_url.removeprefix("sqlite:///"), "sources")
+    srv = served()  # it still starts (the migration table is intact) ...
+    assert httpx.get(srv.url + "/api/sources").status_code == 500  # ... and pages fail
+    r = httpx.get(srv.url + "/api/health")
+    assert r.status_code == 503, r.text
+    body = r.json()
+    assert body["ok"] is False and "database cannot be read" in body["error"] and "malformed" in body["error"]
