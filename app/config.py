@@ -7,6 +7,7 @@ environment behind your back. Every field is documented in ``docs/settings.md`` 
 from __future__ import annotations
 
 import ipaddress
+import os
 import secrets
 from pathlib import Path
 
@@ -182,6 +183,7 @@ class Settings(BaseSettings):
             return path.read_text().strip()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(32)
-        path.write_text(key)
-        path.chmod(0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never readable by others, even briefly
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
         return key

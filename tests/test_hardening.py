@@ -30,10 +30,12 @@ class Served:
         full.pop("CAVEAT_DATABASE_URL", None)
         self.proc = subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", "serve", "--port", "0"],
                                      env=full, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        self.output = ""
-        line = self.proc.stdout.readline()
-        self.output += line
-        m = re.search(r"serving on (http://\S+?)/?$", line.strip())
+        self.output, m = "", None
+        for line in self.proc.stdout:  # lines before "serving on" (e.g. what was done at start) are kept
+            self.output += line
+            m = re.search(r"serving on (http://\S+?)/?$", line.strip())
+            if m:
+                break
         if not m:
             self.output += self.proc.stdout.read() if self.proc.poll() is not None else ""
             self.stop()
@@ -176,3 +178,79 @@ def test_health_is_503_on_a_corrupted_database_whose_pages_fail(settings, served
     assert r.status_code == 503, r.text
     body = r.json()
     assert body["ok"] is False and "database cannot be read" in body["error"] and "malformed" in body["error"]
+
+
+# -- (d) private data files, sealed webhook secrets ----------------------------------------------------
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_init_makes_the_database_and_keys_owner_only_and_seals_hook_secrets(tmp_path, cli):
+    """`caveat.db`, its WAL and the keys were 0644 under the usual umask, and the database held webhook
+    secrets in plaintext: a copy of it (or any local user) could sign forged deliveries."""
+    from tests.conftest import make_settings
+
+    old = os.umask(0o022)
+    try:
+        data = tmp_path / "fresh"
+        s = make_settings(tmp_path, f"sqlite:///{data / 'caveat.db'}", data_dir=data, secret_key=None)
+        assert cli("init", settings_override=s).exit_code == 0
+        secret = "hook-secret-that-must-not-leak-42"
+        r = cli("hook", "add", "https://receiver.example/hook", "--secret", secret, settings_override=s)
+        assert r.exit_code == 0, r.output
+        s.get_secret_key()
+        files = sorted(p for p in data.iterdir() if p.name.startswith("caveat.db"))
+        assert any(p.name.endswith("-wal") for p in files), files
+        for p in [*files, data / "secret_key", data / "signing_key.pem", data / "hook_secrets.key"]:
+            assert _mode(p) == 0o600, (p.name, oct(_mode(p)))
+        raw = b"".join(p.read_bytes() for p in files)
+        assert secret.encode() not in raw  # neither in the database nor in its WAL
+        db = Database(s)
+        with db.session() as session:
+            from app.models import Hook
+            from app.watch.hooks import open_secret
+
+            stored = session.query(Hook).one().secret
+            assert stored.startswith("sealed:v1:") and open_secret(s, stored) == secret
+        db.dispose()
+    finally:
+        os.umask(old)
+
+
+def test_serve_fixes_the_modes_of_an_existing_installation_and_seals_old_secrets(settings, served):
+    from sqlalchemy import insert
+
+    from app.models import Hook
+
+    db = Database(settings)
+    with db.session() as s:  # a hook stored in plaintext, as before sealing
+        s.execute(insert(Hook).values(url="https://receiver.example/h", secret="old-plaintext-secret-1234",
+                                      cited_only=False, active=True))
+    db.dispose()
+    path = Path(settings.db_url.removeprefix("sqlite:///"))
+    for p in path.parent.iterdir():
+        if p.name.startswith("caveat.db"):
+            p.chmod(0o644)
+    srv = served()
+    assert httpx.get(srv.url + "/api/health").status_code == 200
+    assert "sealed 1 webhook secret" in srv.output
+    for p in path.parent.iterdir():
+        if p.name.startswith("caveat.db"):
+            assert _mode(p) == 0o600, (p.name, oct(_mode(p)))
+    db = Database(settings)
+    with db.session() as s:
+        assert s.query(Hook).one().secret.startswith("sealed:v1:")
+    db.dispose()
+
+
+def test_a_sealed_secret_does_not_open_with_another_installations_key(tmp_path):
+    from archive import sealing
+
+    a, b = tmp_path / "a.key", tmp_path / "b.key"
+    sealed = sealing.seal(a, "the secret", b"ctx")
+    assert sealing.unseal(a, sealed, b"ctx") == "the secret"
+    with pytest.raises(sealing.SealError, match="does not open"):
+        sealing.unseal(b if sealing.seal(b, "x") else b, sealed, b"ctx")
+    with pytest.raises(sealing.SealError, match="missing"):
+        sealing.unseal(tmp_path / "none.key", sealed, b"ctx")
+    assert sealing.unseal(a, "plain-from-before", b"ctx") == "plain-from-before"
