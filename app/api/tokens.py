@@ -36,6 +36,8 @@ def create_token(body: TokenBody, request: Request, user: User = Depends(auth.re
     if getattr(request.state, "auth_method", None) == "token":
         auth.require_scope(request, "admin")
         parent = session.get(ApiToken, request.state.token_id)
+        if parent is None:  # removed while this request ran: a token-made token always has its parent
+            raise Forbidden("The token asking for a new token is no longer live.")
     token = auth.create_token(session, user.username, body.name, scopes, body.days, parent=parent)
     row = auth.token_row(session, token)
     capped = parent is not None and aware(row.expires_at) == aware(parent.expires_at)
