@@ -6,6 +6,8 @@ environment behind your back. Every field is documented in ``docs/settings.md`` 
 
 from __future__ import annotations
 
+import ipaddress
+import os
 import secrets
 from pathlib import Path
 
@@ -14,6 +16,20 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app import __version__
 from archive.fetcher import parse_allowed_hosts
+
+
+def parse_networks(value: str) -> tuple:
+    """``"127.0.0.1, 10.0.0.0/8"`` -> ip networks; a malformed entry is a ValueError naming it."""
+    out = []
+    for item in (x.strip() for x in (value or "").split(",")):
+        if not item:
+            continue
+        try:
+            out.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ValueError(f"CAVEAT_TRUSTED_PROXIES: {item!r} is not an IP address or network "
+                             "(e.g. 127.0.0.1 or 10.0.0.0/8)") from None
+    return tuple(out)
 
 
 class Settings(BaseSettings):
@@ -101,6 +117,10 @@ class Settings(BaseSettings):
         "10 per 15 minutes", description="Failed sign-ins allowed per account before 429 (a `limits` rate string).")
     login_limit_client: str = Field(
         "30 per 15 minutes", description="Failed sign-ins allowed per client address before 429.")
+    trusted_proxies: str = Field(
+        "", description="Comma-separated addresses or networks (e.g. `127.0.0.1,10.0.0.0/8`) of reverse "
+        "proxies whose `X-Forwarded-For` names the client. Default: none; the header is ignored.",
+    )
     user_agent: str = Field(
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
     )
@@ -142,6 +162,16 @@ class Settings(BaseSettings):
         parse_allowed_hosts(value)  # a bad entry is an error at start-up, not at the first fetch
         return value
 
+    @field_validator("trusted_proxies")
+    @classmethod
+    def _proxies_parse(cls, value: str) -> str:
+        parse_networks(value)  # a bad entry is an error at start-up
+        return value
+
+    @property
+    def trusted_proxy_networks(self) -> tuple:
+        return parse_networks(self.trusted_proxies)
+
     @property
     def warc_dir(self) -> Path:
         return self.data_dir / "warcs"
@@ -164,6 +194,7 @@ class Settings(BaseSettings):
             return path.read_text().strip()
         self.data_dir.mkdir(parents=True, exist_ok=True)
         key = secrets.token_urlsafe(32)
-        path.write_text(key)
-        path.chmod(0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # never readable by others, even briefly
+        with os.fdopen(fd, "w") as f:
+            f.write(key)
         return key

@@ -6,6 +6,7 @@ Services ``flush()``; whoever owns the request or command commits.
 from __future__ import annotations
 
 import json
+import os
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -70,6 +71,48 @@ def make_engine(url: str) -> Engine:
     return create_engine(url, pool_pre_ping=True, pool_size=10, max_overflow=20, **codec)
 
 
+PRIVATE_FILE = 0o600
+SQLITE_SIDE_FILES = ("", "-wal", "-shm", "-journal")
+# Keys in the data folder: the cookie signing key, the log's signing key, the webhook secrets' key.
+SENSITIVE_FILES = ("secret_key", "signing_key.pem", "hook_secrets.key")
+
+
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL (None for PostgreSQL and in-memory databases)."""
+    if not url.startswith("sqlite"):
+        return None
+    path = url.split(":///", 1)[1] if ":///" in url else ""
+    path = path.split("?", 1)[0]
+    return Path(path) if path and path != ":memory:" else None
+
+
+def protect_file(path: Path) -> None:
+    """Make ``path`` readable by its owner only (0600) if it exists and is readable by others."""
+    try:
+        mode = path.stat().st_mode & 0o777
+        if mode & 0o077:
+            path.chmod(mode & 0o700 or PRIVATE_FILE)
+    except FileNotFoundError:
+        pass
+
+
+def protect_sqlite_files(url: str) -> None:
+    """Create the SQLite database 0600 before SQLite opens it (SQLite gives its -wal, -shm and -journal
+    files the database's own mode), and take group and other access away from existing ones: the
+    database holds password hashes, session and token hashes and the webhook deliveries."""
+    path = sqlite_path(url)
+    if path is None:
+        return
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE))
+        except FileExistsError:
+            pass
+    for suffix in SQLITE_SIDE_FILES:
+        protect_file(path.with_name(path.name + suffix))
+
+
 def chunked(seq: list, n: int = 500):
     """Slices of ``seq`` of at most ``n`` items: keeps IN-lists under SQLite's and PostgreSQL's limits."""
     for i in range(0, len(seq), n):
@@ -84,8 +127,13 @@ class Database:
         self.url = settings.db_url
         if self.url.startswith("sqlite"):
             settings.data_dir.mkdir(parents=True, exist_ok=True)
+            protect_sqlite_files(self.url)
+        for name in SENSITIVE_FILES:  # made 0600 by their writers; older installations fixed here
+            protect_file(settings.data_dir / name)
         self.engine = make_engine(self.url)
-        self.Session = sessionmaker(self.engine, expire_on_commit=False)
+        # session.info["settings"]: lets a domain function reach the data folder (e.g. a key file) from
+        # the session it is given
+        self.Session = sessionmaker(self.engine, expire_on_commit=False, info={"settings": settings})
 
     # -- migrations -------------------------------------------------------------------------------
     def head_revision(self) -> str | None:

@@ -54,6 +54,12 @@ class NotMigrated(CaveatError):
     status = 503
 
 
+class DatabaseUnavailable(CaveatError):
+    """The database does not answer a real query (unreachable, locked out, corrupted)."""
+
+    status = 503
+
+
 class FetchFailed(CaveatError):
     """A capture could not fetch a URL (timeout, refused address, too large, too many redirects...)."""
 

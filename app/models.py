@@ -285,6 +285,11 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     scopes: Mapped[str] = mapped_column(String(100), nullable=False, default="read,decide,measure")
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # The token that minted this one through the API (never outlives, outranks or survives it); None for
+    # tokens made on the command line or by a signed-in session.
+    parent_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
+
+    __table_args__ = (Index("ix_api_tokens_parent", "parent_id"),)
 
 
 class Decision(Base):

@@ -190,6 +190,7 @@ class _Page:
         self.cdp = None
         self.seen = 0  # requests routed so far
         self.crashed = False
+        self.shown: str | None = None  # the URL of the main document the browser was last given
 
     def _refuse(self, url: str, rtype: str, method: str, kind: str, reason: str) -> Exchange:
         x = Exchange(url=url, resource_type=rtype, method=method, refused=reason, kind=kind)
@@ -253,6 +254,17 @@ class _Page:
                              "were stopped")
                 await route.fulfill(status=204, body=b"")  # 204: the browser stays on the page it has
                 return
+        if is_main_doc and self.shown is not None:
+            # The page sends the browser elsewhere after it was shown (a script, a refresh, a form). A
+            # refused target would leave Chromium's error page as the page's DOM: each hop is checked
+            # first, and a refused one is answered 204 (the browser stays on the page it has), recorded.
+            why = await self._chain_refused(url, rtype, method)
+            if why:
+                self.cap.warnings.append(f"the page navigated to {_short(url)} after it was shown (a script or a "
+                                         f"refresh), which was refused ({_short(why, 200)}); the page "
+                                         f"{_short(self.shown)} was kept")
+                await route.fulfill(status=204, body=b"")
+                return
         # Chromium would follow a redirect it is handed outside the routing (the dead proxy refuses it),
         # so Caveat follows redirects itself, each hop fetched, checked and archived in turn: a document
         # (any frame) is handed a page that refreshes to the target, so the browser navigates there as a
@@ -291,6 +303,30 @@ class _Page:
                 f"{merged[key]}, {v}" if key in merged else v)
         await route.fulfill(status=hop.status, headers=merged, body=body)
         known.fulfilled = True
+        if is_main_doc:
+            self.shown = url
+
+    async def _chain_refused(self, url: str, rtype: str, method: str) -> str | None:
+        """Why a navigation to ``url`` cannot end on a fetched page (its redirects followed, each hop
+        fetched once and kept for when the browser asks for it), or None when it can."""
+        known, hops = await self._fetch(url, rtype, method), 0
+        chain = [known] if known is not None else []
+        why = None
+        while known is not None and known.hop.location:
+            hops += 1
+            if hops > self.fetcher.limits.max_redirects:
+                why = f"more than {self.fetcher.limits.max_redirects} redirects (CAVEAT_MAX_REDIRECTS)"
+                break
+            url = known.hop.location
+            known = await self._fetch(url, rtype, method)
+            chain += [known] if known is not None else []
+        if known is None:
+            why = next((x.refused for x in reversed(self.cap.exchanges) if x.url == url and x.refused),
+                       "it could not be fetched")
+        if why:
+            for x in chain:  # archived as fetched, but none of them is the page's document
+                x.resource_type = "document:left"
+        return why
 
     async def _fetch(self, url: str, rtype: str, method: str) -> Exchange | None:
         """The exchange for ``url``: fetched once per page through the guarded fetcher; None (and listed
@@ -441,6 +477,10 @@ async def _capture_one(state: _Page) -> PageCapture:
             why = next((x.refused for x in cap.refused if x.url == doc.hop.location), None)
             cap.error = (f"the page redirects to {_short(doc.hop.location)}, which was not loaded"
                          + (f": {why}" if why else "") + "; nothing was stored")
+        if cap.error is None and cap.final_url and not cap.final_url.startswith(("http://", "https://")):
+            cap.error = (f"the browser ended on {_short(cap.final_url)} (its own error page or an empty one), "
+                         "not a page it fetched; an error page is not stored as the page's DOM, so nothing was "
+                         "stored")  # chrome-error://, about:blank, data:
         if cap.dom is None and cap.error is None and state.crashed:
             cap.error = ("the browser's renderer crashed (out of memory, or a page that crashes it); nothing "
                          "was stored")

@@ -312,3 +312,88 @@ def test_tokens_have_scopes_an_expiry_and_a_listing(app, client, db, cli):
     assert reader not in listed.output and admin not in listed.output  # never shown again
     bad = cli("token", "create", "alice", "--name", "x", "--scope", "root")
     assert bad.exit_code != 0 and "Unknown scope" in bad.output
+
+
+def _cli(settings, *args):
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+
+    return CliRunner().invoke(main, list(args), obj=CliContext(settings), catch_exceptions=False)
+
+
+def test_a_minted_token_never_outlives_outranks_or_survives_its_parent(backend_settings):
+    """Issue 24, item 10: a 1-day admin token could mint a 366-day admin token (and so renew itself
+    forever). A child's expiry is capped at its parent's, its scopes stay within them, and revoking the
+    parent (from the CLI) revokes every token below it; a session's tokens have no parent."""
+    from datetime import timedelta
+
+    from fastapi.testclient import TestClient
+
+    from app.accounts.tokens import aware
+    from app.main import create_app
+    from app.models import utcnow
+
+    application = create_app(backend_settings)
+    db = application.state.db
+    _add_user(db)
+    with db.session() as s:
+        root = auth.create_token(s, "alice", "root", "read,admin", 1)
+    hdr = lambda t: {"authorization": f"Bearer {t}"}  # noqa: E731
+    with TestClient(application, base_url="http://caveat.test") as c:
+        r = c.post("/api/tokens", json={"name": "renewed", "scopes": ["read", "admin"], "days": 366},
+                   headers=hdr(root))
+        assert r.status_code == 201 and r.json()["parent"] == "root" and "capped" in r.json()["note"]
+        child = r.json()["token"]
+        grand = c.post("/api/tokens", json={"name": "grand", "scopes": ["read"]}, headers=hdr(child))
+        assert grand.status_code == 201
+        grand = grand.json()["token"]
+        wider = c.post("/api/tokens", json={"name": "w", "scopes": ["read", "decide"]}, headers=hdr(child))
+        assert wider.status_code == 403 and "wider scope" in wider.json()["error"]
+        with db.session() as s:
+            rows = {t.name: t for t in s.scalars(select(ApiToken))}
+            limit = aware(rows["root"].expires_at)
+            for name in ("renewed", "grand"):
+                assert aware(rows[name].expires_at) <= limit  # never outlives its parent
+                assert aware(rows[name].expires_at) < utcnow() + timedelta(days=1, minutes=1)
+            assert rows["renewed"].parent_id == rows["root"].id and rows["grand"].parent_id == rows["renewed"].id
+            assert set(rows["renewed"].scopes.split(",")) <= {"read", "admin"}
+        assert c.get("/api/health", headers=hdr(grand)).status_code == 200
+        assert _cli(backend_settings, "token", "list", "alice").output.count("minted by") == 2
+        revoked = _cli(backend_settings, "token", "revoke", "alice", "--name", "root")
+        assert revoked.exit_code == 0 and "revoked 3 token(s)" in revoked.output
+        for t in (root, child, grand):  # the whole lineage signs in nobody
+            assert c.post("/api/tokens", json={"name": "again", "scopes": ["read"]}, headers=hdr(t)).status_code == 401
+    with db.session() as s:
+        assert all(t.revoked_at is not None for t in s.scalars(select(ApiToken)))
+    application.state.db.dispose()
+
+
+def test_a_token_with_a_revoked_ancestor_signs_in_nobody(db):
+    """Even when a parent is revoked by hand (not through `caveat token revoke`), its children stop."""
+    from app.models import utcnow
+
+    _add_user(db)
+    with db.session() as s:
+        parent_plain = auth.create_token(s, "alice", "p", "read,admin", 10)
+        parent = auth.token_row(s, parent_plain)
+        child = auth.create_token(s, "alice", "c", "read", 30, parent=parent)
+        assert auth.user_for_token(s, child).username == "alice"
+        parent.revoked_at = utcnow()
+    with db.session() as s:
+        assert auth.user_for_token(s, child) is None
+        with pytest.raises(Forbidden, match="no longer live"):
+            auth.create_token(s, "alice", "c2", "read", 1, parent=auth.token_row(s, parent_plain))
+
+
+def test_a_signed_in_session_mints_tokens_without_a_parent(app, client, db):
+    _add_user(db)
+    assert _attempt(client, "correct horse").status_code == 303
+    import re
+
+    token = re.search(r'name="csrf_token" value="([^"]+)"', client.get("/queue").text).group(1)
+    r = client.post("/api/tokens", json={"name": "from-session", "days": 366}, headers={"x-csrf-token": token})
+    assert r.status_code == 201 and r.json()["parent"] is None
+    with db.session() as s:
+        assert s.scalar(select(ApiToken)).parent_id is None

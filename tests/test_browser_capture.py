@@ -497,3 +497,33 @@ def test_the_second_fence_whatever_escapes_routing_cannot_connect(site):
         finally:
             browser.close()
     assert site.paths() == []
+
+
+FLEE = """<!doctype html><html><head><title>Flee</title></head><body><p>Board 7 tok/s</p><script>
+window.addEventListener('load', () => setTimeout(() => {{ location = '{target}'; }}, 30));
+</script></body></html>"""
+
+
+def test_a_page_that_navigates_away_after_load_keeps_its_own_dom(settings, site):
+    """Issue 24, item 11e: a hostile page that sends the browser elsewhere after it loaded (to a refused
+    address, directly or through a redirect) left Chromium's error page as the page's DOM record. The
+    navigation is refused and recorded, and the page asked for keeps its own DOM."""
+    site.main.route("/flee", FLEE.format(target=site.forbidden.url("/collect")))
+    site.main.redirect("/hop-away", site.forbidden.url("/collect"))
+    site.main.route("/flee-hop", FLEE.format(target="/hop-away"))
+    db = Database(guarded(settings, site))
+    try:
+        results = capture_browser_urls(db, [site.url("/flee"), site.url("/flee-hop")])
+        for r, path in zip(results, ("/flee", "/flee-hop")):
+            assert r.error is None, r.error
+            assert r.final_url == site.url(path)
+            assert any("navigated to" in w and "kept" in w for w in r.warnings), r.warnings
+            assert "a loopback address" in dict(r.refused)[site.forbidden.url("/collect")]
+            with db.Session() as s:
+                dom = s.get(Snapshot, r.snapshot.id)
+                assert dom.url == f"urn:dom:{site.url(path)}"
+                body = load_record(db.settings, dom, session=s).body
+            assert b"Board 7 tok/s" in body and b"chrome-error" not in body and b"ERR_" not in body
+        assert site.paths(site.forbidden) == []
+    finally:
+        db.dispose()

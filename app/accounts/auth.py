@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import hmac
+import ipaddress
 import secrets
 from datetime import timedelta, timezone
 
@@ -37,7 +38,7 @@ from app.deps import get_session
 from app.models import ApiToken, Decision, LoginSession, Measurement, User, utcnow
 from app.accounts.tokens import (  # noqa: F401  (re-exported: the faces use auth.<name>)
     DEFAULT_SCOPES, DEFAULT_TOKEN_DAYS, MAX_TOKEN_DAYS, SCOPES, TOKEN_PREFIX, create_token, list_tokens, parse_scopes,
-    _token_hash, require_scope, revoke_token, token_state, user_for_token,
+    _token_hash, require_scope, revoke_token, token_row, token_state, user_for_token,
 )
 from app.accounts.users import (  # noqa: F401  (re-exported)
     MIN_PASSWORD, USERNAME_RE, _DUMMY_HASH, _existing_user, authenticate, create_user, get_user, hash_password,
@@ -110,10 +111,33 @@ def set_session_cookie(response, settings: Settings, cookie: str):
     return response
 
 
+def _trusted(networks, host: str) -> bool:
+    try:
+        addr = ipaddress.ip_address(host.strip().strip("[]"))
+    except ValueError:
+        return False
+    return any(addr in n for n in networks)
+
+
+def client_address(request: Request) -> str:
+    """The client's address: the TCP peer, unless the peer is one of ``CAVEAT_TRUSTED_PROXIES``; then
+    the right-most address of ``X-Forwarded-For`` that is not itself a trusted proxy (what each proxy
+    appended; anything left of it the client could have written). Without trusted proxies the header
+    is ignored, so a client cannot pick a new address per attempt."""
+    peer = request.client.host if request.client else "unknown"
+    networks = request.app.state.settings.trusted_proxy_networks
+    if not networks or not _trusted(networks, peer):
+        return peer
+    hops = [h.strip() for v in request.headers.getlist("x-forwarded-for") for h in v.split(",") if h.strip()]
+    for hop in reversed(hops):
+        if not _trusted(networks, hop):
+            return hop[:64]
+    return hops[0][:64] if hops else peer
+
+
 def client_of(request: Request) -> str:
     """Who signed in, for `caveat user sessions`: the client address and user agent."""
-    host = request.client.host if request.client else "?"
-    return f"{host} {request.headers.get('user-agent', '')}"[:200]
+    return f"{client_address(request)} {request.headers.get('user-agent', '')}"[:200]
 
 
 def login_response(response, settings: Settings, user: User, session: Session, request: Request | None = None):
@@ -166,22 +190,53 @@ def _limiter(settings: Settings):
     return got
 
 
-def login_allowed(settings: Settings, username: str, client: str) -> int:
-    """0 when a sign-in attempt may be checked now, else the seconds to wait (per account and per client
-    address, counting failed attempts only)."""
+def login_allowed(settings: Settings, username: str, client: str, device: str | None = None) -> int:
+    """0 when a sign-in attempt may be checked now, else the seconds to wait (counting failed attempts
+    only). Every attempt is limited per client address. The per-account limit applies to browsers that
+    have never signed in to this account; a browser that has (``device``: its device cookie, from
+    ``known_device``) is limited by its own count of failures instead, so an attacker who exhausts the
+    account's limit from elsewhere does not lock its owner out."""
     limiter, per_account, per_client = _limiter(settings)
     waits = []
-    for item, ident in ((per_account, f"account:{username.lower()}"), (per_client, f"client:{client}")):
+    own = f"device:{device}" if device else f"account:{username.lower()}"
+    for item, ident in ((per_account, own), (per_client, f"client:{client}")):
         if not limiter.test(item, "caveat-login", ident):
             reset, _ = limiter.get_window_stats(item, "caveat-login", ident)
             waits.append(max(1, int(reset - time.time()) + 1))
     return max(waits, default=0)
 
 
-def login_failed(settings: Settings, username: str, client: str) -> None:
+def login_failed(settings: Settings, username: str, client: str, device: str | None = None) -> None:
     limiter, per_account, per_client = _limiter(settings)
-    limiter.hit(per_account, "caveat-login", f"account:{username.lower()}")
+    limiter.hit(per_account, "caveat-login", f"device:{device}" if device else f"account:{username.lower()}")
     limiter.hit(per_client, "caveat-login", f"client:{client}")
+
+
+DEVICE_COOKIE = "caveat_device"
+DEVICE_MAX_AGE = 365 * 24 * 3600
+
+
+def known_device(request: Request, username: str) -> str | None:
+    """The id of this browser's device cookie when it was issued at a successful sign-in to
+    ``username`` (signed with the server's key), else None."""
+    raw = request.cookies.get(DEVICE_COOKIE)
+    if not raw:
+        return None
+    try:
+        data = _serializer(request.app.state.settings, "device").loads(raw, max_age=DEVICE_MAX_AGE)
+    except (BadSignature, SignatureExpired):
+        return None
+    if not isinstance(data, dict) or str(data.get("u", "")).lower() != username.lower() or not data.get("d"):
+        return None
+    return str(data["d"])
+
+
+def set_device_cookie(response, settings: Settings, username: str):
+    """Mark this browser as one that has signed in to ``username`` (see ``login_allowed``)."""
+    value = _serializer(settings, "device").dumps({"u": username.lower(), "d": secrets.token_urlsafe(16)})
+    response.set_cookie(DEVICE_COOKIE, value, max_age=DEVICE_MAX_AGE, path="/login", httponly=True,
+                        samesite="strict", secure=settings.base_url.startswith("https://"))
+    return response
 
 
 # -- CSRF ------------------------------------------------------------------------------------------
@@ -241,8 +296,9 @@ def current_user(request: Request, session: Session = Depends(get_session)) -> U
         user = user_for_token(session, token)
         if user is not None:
             request.state.auth_method = "token"
-            row = session.scalar(select(ApiToken.scopes).where(ApiToken.token_hash == _token_hash(token)))
-            request.state.token_scopes = tuple((row or "").split(","))
+            row = token_row(session, token)
+            request.state.token_scopes = tuple((row.scopes or "").split(","))
+            request.state.token_id = row.id
         return user
     data = _read_session(request)
     if data is None:

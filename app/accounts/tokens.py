@@ -1,11 +1,15 @@
 """API tokens: ``cvt_`` + 43 random characters, shown once; only their sha256 (hex) is stored. Each has
-scopes (``read``, ``decide``, ``measure``, ``admin``) and an expiry; programs send ``Authorization: Bearer``."""
+scopes (``read``, ``decide``, ``measure``, ``admin``) and an expiry; programs send ``Authorization: Bearer``.
+
+A token minted with another token (``POST /api/tokens`` with an admin token) records it as its parent:
+its scopes are a subset of the parent's, its expiry is capped at the parent's, revoking the parent
+revokes it, and it signs in nobody once any ancestor is revoked or expired. A token cannot renew itself."""
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-from datetime import timedelta, timezone
+from datetime import datetime, timedelta, timezone
 
 from fastapi import Request
 from sqlalchemy import select
@@ -37,10 +41,26 @@ def parse_scopes(scopes) -> tuple[str, ...]:
     return tuple(x for x in SCOPES if x in items) or DEFAULT_SCOPES
 
 
-def create_token(session: Session, username: str, name: str, scopes=None, days: int | None = None) -> str:
+def aware(d: datetime | None) -> datetime | None:
+    return d if d is None or d.tzinfo else d.replace(tzinfo=timezone.utc)
+
+
+def create_token(session: Session, username: str, name: str, scopes=None, days: int | None = None,
+                 parent: ApiToken | None = None) -> str:
     """A new API token for ``username`` with these scopes, expiring in ``days`` (default 90, at most 366);
-    the plaintext is returned once and never stored."""
+    the plaintext is returned once and never stored. With ``parent`` (the token that asks for it) the
+    new token is the parent's child: scopes within the parent's, expiry at most the parent's."""
     user = _existing_user(session, username)
+    wanted = parse_scopes(scopes)
+    if parent is not None:
+        if token_state(parent) != "live":
+            raise Forbidden("The token asking for a new token is no longer live.")
+        if parent.user_id != user.id:
+            raise Forbidden("A token mints tokens only for its own user.")
+        wider = set(wanted) - set(parent.scopes.split(","))
+        if wider:
+            raise Forbidden(f"A token cannot mint a token of wider scope ({', '.join(sorted(wider))}); "
+                            f"this token has {parent.scopes.replace(',', ', ')}.")
     if not (name or "").strip():
         raise BadRequest("A token needs a name saying what it is for, e.g. --name ci-importer.")
     for other in session.scalars(select(ApiToken).where(ApiToken.user_id == user.id,
@@ -51,11 +71,45 @@ def create_token(session: Session, username: str, name: str, scopes=None, days: 
     days = DEFAULT_TOKEN_DAYS if days is None else int(days)
     if not 1 <= days <= MAX_TOKEN_DAYS:
         raise BadRequest(f"A token lives 1 to {MAX_TOKEN_DAYS} days; {days} was asked for.")
+    expires = utcnow() + timedelta(days=days)
+    if parent is not None and parent.expires_at is not None:
+        expires = min(expires, aware(parent.expires_at))  # never outlives the token that made it
     plaintext = TOKEN_PREFIX + secrets.token_urlsafe(32)
     session.add(ApiToken(user_id=user.id, name=name.strip()[:100], token_hash=_token_hash(plaintext),
-                         scopes=",".join(parse_scopes(scopes)), expires_at=utcnow() + timedelta(days=days)))
+                         scopes=",".join(wanted), expires_at=expires,
+                         parent_id=parent.id if parent is not None else None))
     session.flush()
     return plaintext
+
+
+def token_row(session: Session, token: str) -> ApiToken | None:
+    """The stored row of a plaintext token (live or not), or None."""
+    if not token.startswith(TOKEN_PREFIX):
+        return None
+    return session.scalar(select(ApiToken).where(ApiToken.token_hash == _token_hash(token)))
+
+
+def _descendants(session: Session, roots: list[ApiToken]) -> list[ApiToken]:
+    out, frontier = [], [t.id for t in roots]
+    seen = set(frontier)
+    while frontier:
+        kids = session.scalars(select(ApiToken).where(ApiToken.parent_id.in_(frontier))).all()
+        kids = [k for k in kids if k.id not in seen]
+        seen.update(k.id for k in kids)
+        out.extend(kids)
+        frontier = [k.id for k in kids]
+    return out
+
+
+def _lineage_live(session: Session, row: ApiToken) -> bool:
+    """True when the token and every token above it are live (a revoked or expired ancestor ends it)."""
+    seen = set()
+    while row is not None:
+        if row.id in seen or token_state(row) != "live":
+            return False
+        seen.add(row.id)
+        row = session.get(ApiToken, row.parent_id) if row.parent_id is not None else None
+    return True
 
 
 def list_tokens(session: Session, username: str | None = None) -> list[tuple[ApiToken, str]]:
@@ -68,8 +122,8 @@ def list_tokens(session: Session, username: str | None = None) -> list[tuple[Api
 def token_state(t: ApiToken) -> str:
     if t.revoked_at is not None:
         return "revoked"
-    exp = t.expires_at
-    if exp is not None and (exp if exp.tzinfo else exp.replace(tzinfo=timezone.utc)) <= utcnow():
+    exp = aware(t.expires_at)
+    if exp is not None and exp <= utcnow():
         return "expired"
     return "live"
 
@@ -84,22 +138,25 @@ def require_scope(request: Request, scope: str) -> None:
 
 
 def revoke_token(session: Session, username: str, name: str) -> int:
+    """Revoke ``username``'s live tokens named ``name`` and every token minted from them (at any depth);
+    returns how many were revoked in all."""
     user = _existing_user(session, username)
     tokens = session.scalars(select(ApiToken).where(
         ApiToken.user_id == user.id, ApiToken.name == name, ApiToken.revoked_at.is_(None))).all()
     if not tokens:
         raise NotFound(f"User {username!r} has no live token named {name!r}.")
-    for t in tokens:
-        t.revoked_at = utcnow()
+    now = utcnow()
+    revoked = 0
+    for t in [*tokens, *_descendants(session, list(tokens))]:
+        if t.revoked_at is None:
+            t.revoked_at, revoked = now, revoked + 1
     session.flush()
-    return len(tokens)
+    return revoked
 
 
 def user_for_token(session: Session, token: str) -> User | None:
-    if not token.startswith(TOKEN_PREFIX):
-        return None
-    row = session.scalar(select(ApiToken).where(ApiToken.token_hash == _token_hash(token)))
-    if row is None or token_state(row) != "live":
+    row = token_row(session, token)
+    if row is None or not _lineage_live(session, row):
         return None
     user = session.get(User, row.user_id)
     if user is None or not user.is_active:

@@ -252,6 +252,8 @@ class TokenAnswer(Open):
     name: str
     token: str
     scopes: list[str]
+    expires_at: str | None = Field(None, description="When the token stops working (UTC, ISO 8601).")
+    parent: str | None = None  # the name of the token that minted it (None: made by a signed-in session)
 
 
 class SourceBody(Open):

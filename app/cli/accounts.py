@@ -159,7 +159,7 @@ def token() -> None:
 @click.option("--name", required=True, help="What the token is for (shown in listings, used to revoke it).")
 @click.option("--scope", "scopes", default="read,decide,measure", show_default=True,
               help="Comma-separated scopes: read, decide (flag decisions), measure (record measurements), "
-                   "admin (mint tokens through the API).")
+                   "admin (mint tokens through the API, never wider or longer-lived than the admin token).")
 @click.option("--days", type=int, default=90, show_default=True, help="Days until the token expires (1-366).")
 @click.pass_obj
 def token_create(obj: CliContext, username: str, name: str, scopes: str, days: int) -> None:
@@ -194,10 +194,12 @@ def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
     json_mode(as_json)
     with obj.session() as s:
         rows = auth.list_tokens(s, username)
+        names = {t.id: t.name for t, _ in auth.list_tokens(s)}  # a parent's name, whoever is listed
         if as_json:
             emit({"count": len(rows), "tokens": [
                 {"id": t.id, "user": u, "name": t.name, "scopes": t.scopes.split(","), "created_at": t.created_at,
-                 "expires_at": t.expires_at, "last_used_at": t.last_used_at, "state": auth.token_state(t)}
+                 "expires_at": t.expires_at, "last_used_at": t.last_used_at, "state": auth.token_state(t),
+                 "parent": names.get(t.parent_id)}
                 for t, u in rows]}, ok=bool(rows))
             if not rows:
                 sys.exit(1)
@@ -206,8 +208,9 @@ def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
             raise NotFound("No API tokens" + (f" for {username}" if username else "") +
                            "; create one with `caveat token create USER --name NAME`.")
         for t, user in rows:
+            minted = f"  minted by {names[t.parent_id]}" if t.parent_id in names else ""
             click.echo(f"{user:16s} {t.name:20s} {t.scopes:24s} created {when(t.created_at)}  expires "
-                       f"{when(t.expires_at)}  used {when(t.last_used_at)}  {auth.token_state(t)}")
+                       f"{when(t.expires_at)}  used {when(t.last_used_at)}  {auth.token_state(t)}{minted}")
         click.echo(f"{len(rows)} token(s)", err=True)
 
 
@@ -216,7 +219,7 @@ def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
 @click.option("--name", required=True, help="Name the token was created with.")
 @click.pass_obj
 def token_revoke(obj: CliContext, username: str, name: str) -> None:
-    """Revoke USERNAME's live tokens with this name.
+    """Revoke USERNAME's live tokens with this name, and every token minted with them through the API.
 
     \b
     Example:
@@ -224,4 +227,4 @@ def token_revoke(obj: CliContext, username: str, name: str) -> None:
     """
     with obj.session() as s:
         n = auth.revoke_token(s, username, name)
-    click.echo(f"revoked {n} token(s)")
+    click.echo(f"revoked {n} token(s) (the token named {name} and the tokens minted from it)")

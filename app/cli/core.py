@@ -20,6 +20,7 @@ import socket
 from app.errors import Conflict
 from app.storage.dbcopy import copy_database
 from app.watch.worker import Scheduler
+from app.watch.hooks import hook_key_path, seal_plaintext_secrets
 from app.main import create_app
 
 
@@ -56,6 +57,7 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
 
     if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
         click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
+    _seal_hook_secrets(db)
 
     behind = unindexed_files(db)
     if not behind:
@@ -99,6 +101,15 @@ def reindex(obj: CliContext, no_reparse: bool) -> None:
     _run_reindex(obj.database(), reparse=not no_reparse)
 
 
+def _seal_hook_secrets(db) -> None:
+    """Webhook secrets stored in plaintext before they were sealed are sealed now (once)."""
+    with db.session() as session:
+        n = seal_plaintext_secrets(session, db.settings)
+    if n:
+        click.echo(f"sealed {n} webhook secret(s) with {hook_key_path(db.settings).resolve()} (keep it with "
+                   "the database's backups, separately)")
+
+
 def serving_settings(settings: Settings, host: str, port: int) -> Settings:
     """Settings for a server on host:port: unless CAVEAT_BASE_URL was given, absolute URLs (redirects, Memento
     Link headers, citation URLs) name the address actually served, not the default port."""
@@ -122,7 +133,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     """
     import uvicorn  # noqa: PLC0415 (heavy optional import: uvicorn loads only when serving)
 
-    obj.database()  # refuse an unmigrated database before binding
+    _seal_hook_secrets(obj.database())  # refuse an unmigrated database before binding; seal old secrets
     host = host or obj.settings.host
     port = obj.settings.port if port is None else port
     sock = bind_or_explain(host, port)  # a taken port is one clear line, before any URL is printed
@@ -133,7 +144,7 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
         sock.close()  # uvicorn's workers bind it again themselves
         os.environ["CAVEAT_BASE_URL"] = settings.base_url  # the workers build their settings from the environment
         uvicorn.run("app.main:app_from_env", factory=True, host=host, port=port, workers=workers,
-                    log_level="warning")
+                    log_level="warning", proxy_headers=False)  # the app reads X-Forwarded-For itself
     else:
 
         application = create_app(settings)
@@ -141,7 +152,9 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
 
             application.state.scheduler = Scheduler(application.state.db)
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
-        server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
+        # proxy_headers off: uvicorn would trust X-Forwarded-For from any loopback peer; the app reads it
+        # itself, from CAVEAT_TRUSTED_PROXIES only (auth.client_address).
+        server = uvicorn.Server(uvicorn.Config(application, log_level="warning", proxy_headers=False))
         server.run(sockets=[sock])
 
 

@@ -95,7 +95,8 @@ def demo(obj: CliContext, data_dir: Path | None, port: int | None, no_serve: boo
         click.echo(f"open {ui_url}/queue" + (f"  (GLM-5.3-Flash: {ui_url}/entries/{result.featured_entry})"
                                             if result.featured_entry else ""))
         click.echo("press Ctrl+C to stop")
-        server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="off"))
+        server = uvicorn.Server(uvicorn.Config(create_app(settings), log_level="warning", lifespan="off",
+                                                proxy_headers=False))
         server.run(sockets=[sock])
     finally:
         site.stop()

@@ -1,7 +1,8 @@
 """``/login`` and ``/logout`` for reviewers (accounts come from `caveat user add`).
 
-Sign-in is rate limited per account and per client address (failed attempts only; 429 with
-``Retry-After``), the password is checked off the event loop (Argon2id takes tens of milliseconds),
+Sign-in is rate limited per client address (``X-Forwarded-For`` only from ``CAVEAT_TRUSTED_PROXIES``)
+and per account, except for a browser holding a device cookie from an earlier sign-in to that account,
+which is limited by its own failures instead (failed attempts only; 429 with ``Retry-After``), the password is checked off the event loop (Argon2id takes tens of milliseconds),
 the form's CSRF token is bound to a pre-session cookie, and a session lives on the server: logout ends
 it for good.
 """
@@ -39,8 +40,9 @@ async def login(request: Request, session: Session = Depends(get_session)):
     settings = request.app.state.settings
     target = safe_next(str(form.get("next") or ""))
     username = str(form.get("username") or "")
-    client = request.client.host if request.client else "unknown"
-    wait = auth.login_allowed(settings, username, client)
+    client = auth.client_address(request)  # X-Forwarded-For only from CAVEAT_TRUSTED_PROXIES
+    device = auth.known_device(request, username)  # a browser that signed in to this account before
+    wait = auth.login_allowed(settings, username, client, device)
     if wait:
         data = {"next": target, "username": username,
                 "error": f"Too many failed sign-ins; try again in {wait} s."}
@@ -57,11 +59,12 @@ async def login(request: Request, session: Session = Depends(get_session)):
 
     user, cookie = await run_in_threadpool(check_and_start)
     if user is None:
-        auth.login_failed(settings, username, client)
+        auth.login_failed(settings, username, client, device)
         data = {"next": target, "error": "Wrong username or password. Accounts are made with `caveat user add NAME`.",
                 "username": username}
         return render(request, "login.html", data, as_json=False, status=401, json_href=None)
-    return auth.set_session_cookie(redirect(target), settings, cookie)
+    resp = auth.set_session_cookie(redirect(target), settings, cookie)
+    return resp if device else auth.set_device_cookie(resp, settings, user.username)
 
 
 @router.post("/logout")

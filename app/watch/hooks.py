@@ -21,17 +21,20 @@ import hashlib
 import hmac
 import json
 import time
+from pathlib import Path
 
 import httpx
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from app.capture.http import limits_for
+from app.config import Settings
 from app.db import Database
 from app.errors import BadRequest, NotFound
 from app.models import ChangeEvent, Hook, HookDelivery, utcnow
 from app.watch.changes import events_json
 from app.watch.jobs import TASK_DELIVER, DeliveryFailed, register_handler, running_queue
+from archive import sealing
 from archive.fetcher import Fetcher, with_deadline
 from archive.surt import InvalidURL
 from archive.urls import check_url
@@ -50,10 +53,39 @@ def add_hook(session: Session, url: str, secret: str, *, cited_only: bool = Fals
     if not secret or len(secret) < MIN_SECRET:
         raise BadRequest(f"a hook needs a secret of at least {MIN_SECRET} characters (the receiver checks the "
                          "signature with it), e.g. `--secret $(openssl rand -hex 24)`")
-    hook = Hook(url=url, secret=secret, cited_only=cited_only, active=True)
+    hook = Hook(url=url, secret=seal_secret(session.info["settings"], secret), cited_only=cited_only, active=True)
     session.add(hook)
     session.flush()
     return hook
+
+
+HOOK_KEY_FILE = "hook_secrets.key"
+_SEAL_CONTEXT = b"caveat-hook-secret"
+
+
+def hook_key_path(settings: Settings) -> Path:
+    """The key webhook secrets are sealed with: in the data folder (0600), never in the database."""
+    return settings.data_dir / HOOK_KEY_FILE
+
+
+def seal_secret(settings: Settings, secret: str) -> str:
+    return sealing.seal(hook_key_path(settings), secret, _SEAL_CONTEXT)
+
+
+def open_secret(settings: Settings, stored: str) -> str:
+    """A hook's secret as stored (sealed, or plaintext from before sealing) -> the secret; SealError when
+    the key in the data folder does not open it."""
+    return sealing.unseal(hook_key_path(settings), stored, _SEAL_CONTEXT)
+
+
+def seal_plaintext_secrets(session: Session, settings: Settings) -> int:
+    """Seal the secrets of hooks stored before sealing (run at start); returns how many."""
+    n = 0
+    for hook in session.scalars(select(Hook)):
+        if not sealing.is_sealed(hook.secret):
+            hook.secret, n = seal_secret(settings, hook.secret), n + 1
+    session.flush()
+    return n
 
 
 def list_hooks(session: Session) -> list[Hook]:
@@ -158,8 +190,18 @@ def _claim(db: Database, delivery_id: int) -> tuple[str, dict | None]:
         if took != 1:   # another job took this attempt at the same moment
             s.rollback()
             return "pending", None
+        try:
+            secret = open_secret(settings, hook.secret)
+        except sealing.SealError as exc:  # retrying cannot help: say what to do
+            s.rollback()
+            d = s.get(HookDelivery, delivery_id)
+            d.status = "failed"
+            d.last_error = (f"the hook's secret cannot be opened: {exc}; add the hook again with its secret "
+                            f"(`caveat hook remove {hook.id}`, `caveat hook add URL --secret ...`)")[:500]
+            s.commit()
+            return d.status, None
         body = json.dumps({"event": _plain(events_json(s, settings, [event])[0])}, sort_keys=True).encode()
-        job = {"url": hook.url, "secret": hook.secret, "kind": event.kind, "body": body}
+        job = {"url": hook.url, "secret": secret, "kind": event.kind, "body": body}
         s.commit()
         return "pending", job
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "20261202_0001f"
-down_revision = "20261201_0010b"
+down_revision = "20261201_0011a"
 branch_labels = None
 depends_on = None
 
