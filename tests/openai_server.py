@@ -56,6 +56,7 @@ class Behaviour:
     usage_offset: int = 0     # a server that miscounts its tokens
     version: str | None = "sse-test 1.0"
     api_key: str | None = None  # when set, every request must carry "Authorization: Bearer <key>" (else 401)
+    burst: bool = False       # every token at once, after ``ttft``: nothing is decoded while the client watches
 
 
 def tokens_for(prompt: str, n: int, kind: str) -> list[str]:
@@ -202,7 +203,7 @@ class OpenAIServer:
                         break
             due = start + step / b.rate
             pause = due - time.perf_counter()
-            if pause > 0:
+            if pause > 0 and not b.burst:
                 time.sleep(pause)
             if b.stall_after is not None and produced == b.stall_after and step and not stalled:
                 stalled = True

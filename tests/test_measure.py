@@ -280,6 +280,21 @@ def test_repeat_loop_fails_the_check(settings, cli):
     assert any("repeat loop" in p for p in body["measurement"]["output_check"]["problems"])
 
 
+def test_a_server_sending_every_token_in_one_burst_is_not_a_measured_decode(settings, cli):
+    """Issue 24 item 9: a server that writes all tokens at once passed every check at 753,558 tok/s and
+    counted as measured; now the run says "decode not observed" and does not count."""
+    with OpenAIServer(Behaviour(burst=True)) as srv:
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    assert r.exit_code == 1
+    check = body["measurement"]["output_check"]
+    assert check["passed"] is False
+    assert any("decode not observed" in p for p in check["problems"])
+    assert body["measurement"]["counts_as_measured"] is False
+    with OpenAIServer(Behaviour(rate=4000)) as srv:     # a fast but real decode still counts
+        r, body = _run(cli, srv.url, "--repeats", "0")
+    assert not any("decode not observed" in p for p in body["measurement"]["output_check"]["problems"])
+
+
 def test_expected_answer_prompts(settings, cli):
     with OpenAIServer(Behaviour()) as srv:
         r, body = _run(cli, srv.url, "--repeats", "0", "--check", "What is the capital of France?=Paris")

@@ -238,6 +238,25 @@ def execute(plan: Plan, *, progress: Callable[[str], None] | None = None,
                    unique_wall_seconds=(unique_t1 - unique_t0) if unique_t1 and unique_t0 else None, error=error)
 
 
+BURST_MIN_CHUNKS = 8          # a stream this long must take time to decode ...
+BURST_SPAN_S = 0.001          # ... more than 1 ms between its first and last content chunk
+BURST_MAX_TPS = 20_000.0      # one stream faster than this is no decode any hardware does
+
+
+def decode_not_observed(ex: Exchange) -> str | None:
+    """A stream whose tokens did not arrive over time (one burst, or faster than any single stream
+    decodes): the rate measures the network, not the model, and the run does not count."""
+    n = len(ex.arrivals)
+    if n < BURST_MIN_CHUNKS:
+        return None
+    span = ex.arrivals[-1] - ex.arrivals[0]
+    tps = ex.decode_tps
+    if span < BURST_SPAN_S or (tps is not None and tps > BURST_MAX_TPS):
+        return (f"decode not observed: {n} chunks arrived within {span * 1000:.2f} ms"
+                + (f" ({tps:,.0f} tok/s)" if tps else "") + ": a burst, not a decode speed")
+    return None
+
+
 def request_summary(ex: Exchange, plan: Plan) -> dict:
     if ex.kind == "probe":
         return {"index": ex.index, "kind": "probe", "prompt": ex.prompt, "ttft_ms": _r(ex.ttft_ms),
@@ -249,6 +268,9 @@ def request_summary(ex: Exchange, plan: Plan) -> dict:
                                    max_tokens=plan.max_tokens, finish_reason=ex.finish_reason, answer=ex.answer)
     if ex.kind != "check" and ex.decode_tps is None:
         problems.append("too short to time: fewer than two tokens streamed")
+    burst = decode_not_observed(ex)
+    if ex.kind != "check" and burst:
+        problems.append(burst)
     out = {"index": ex.index, "kind": ex.kind, "prompt": ex.prompt, "ttft_ms": _r(ex.ttft_ms),
            "decode_tps": _r(ex.decode_tps), "tokens": ex.tokens, "streamed_chunks": len(ex.pieces),
            "token_count_from": "usage" if ex.usage_tokens is not None else "stream",

@@ -3,7 +3,7 @@ import-warc) whose stated figures do not follow from its archived exchanges is k
 never counts as a recipe's measured working number (issue 24)
 
 Revision ID: 20261202_0001f
-Revises: 20261201_0010b
+Revises: 20261201_0011a
 Create Date: 2026-12-02 09:00:00
 """
 import sqlalchemy as sa
