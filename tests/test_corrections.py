@@ -1,0 +1,92 @@
+"""Corrections (issue 27) and reviewer records in the WARC files (issue 29 item 2): fix a field, add a
+missed figure from a quote selector, reject an entry; every correction applied after every parse, kept
+through `caveat reparse` and through `caveat reindex` after the database is deleted; a stale correction
+gets 412 with the current state; the API needs the `correct` scope, and CSRF with a cookie."""
+
+from __future__ import annotations
+
+import pytest
+from sqlalchemy import select
+
+from app.crawl.workflow import reparse
+from app.errors import BadRequest, PreconditionFailed
+from app.models import ChangeEvent, Correction, Entry, Snapshot
+from app.rebuild.reindex import reindex_all
+from app.review import corrections as review
+from tests.test_reindex import _lose_database
+
+BOARD = """# Decode speed
+
+| Model | GPU | Engine | tok/s |
+| --- | --- | --- | --- |
+| Llama-3-8B | RTX 4090 | vLLM | 120.5 |
+| Qwen3-32B | H100 | SGLang | 88.0 |
+
+Footnote: Mistral-7B scored 140.2 on the A100 box, and 140.2 again later.
+"""
+
+
+def _setup(cli, server):
+    url = server.route("/board.md", BOARD, content_type="text/markdown")
+    assert cli("source", "add", "board", url, "--kind", "markdown").exit_code == 0
+    r = cli("crawl")
+    assert r.exit_code == 0, r.output
+    return url
+
+
+def _entry(db, model):
+    with db.Session() as s:
+        return s.scalar(select(Entry).where(Entry.model == model))
+
+
+def _live(db):
+    with db.Session() as s:
+        return sorted((e.model, e.headline_tps) for e in s.scalars(select(Entry).where(Entry.gone.is_(False))))
+
+
+def test_fix_add_reject_survive_reparse_and_reindex(cli, server, db):
+    _setup(cli, server)
+    settings = db.settings
+    before = _live(db)
+    assert ("Llama-3-8B", 120.5) in before and ("Qwen3-32B", 88.0) in before
+    llama = _entry(db, "Llama-3-8B")
+    st = review.entry_state(db.Session(), llama.id)
+    out = review.fix_entry(db, settings, llama.id, {"model": "Llama-3.1-8B", "gpu_count": "2"}, "the page's title says 3.1",
+                           actor="alice", version=st["version"])
+    assert out["entry_id"] == llama.id and out["entry"]["fields"]["model"] == "Llama-3.1-8B"
+    assert out["entry"]["fields"]["gpu_count"] == 2 and out["entry"]["version"] == st["version"] + 1
+    # a stale second correction: 412 with the current state, nothing stored
+    with pytest.raises(PreconditionFailed) as stale:
+        review.fix_entry(db, settings, llama.id, {"model": "X"}, "too late", actor="bob", version=st["version"])
+    assert stale.value.detail["current"]["fields"]["model"] == "Llama-3.1-8B"
+    qwen = _entry(db, "Qwen3-32B")
+    review.reject_entry(db, settings, qwen.id, "a prefill figure from a vendor ad, not a claim", actor="alice")
+    with db.Session() as s:
+        snap = s.scalar(select(Snapshot).where(Snapshot.source_id.is_not(None)))
+        cid = snap.citation_id
+    # a missed figure: bad selectors first, nothing stored
+    for quote, prefix, why in (("999.9", "", "not in"), ("140.2", "", "occurs"), ("Mistral-7B", "", "not a number")):
+        with pytest.raises(BadRequest, match=why):
+            review.add_entry(db, settings, cid, quote, prefix, "", {}, "missed", actor="alice")
+    added = review.add_entry(db, settings, cid, "140.2", "scored ", " on", {"model": "Mistral-7B", "engine": "TensorRT-LLM"},
+                             "the side note's figure", actor="alice")
+    assert added["entry"]["fields"]["headline_tps"] == 140.2
+    want = sorted([("Llama-3.1-8B", 120.5), ("Mistral-7B", 140.2)])
+    assert _live(db) == want
+    with db.Session() as s:
+        assert [c.kind for c in s.scalars(select(Correction).order_by(Correction.id))] == ["fix", "reject", "add"]
+        assert s.scalar(select(ChangeEvent).where(ChangeEvent.kind == "corrected")) is not None
+    # reparse keeps them
+    reparse(db, settings)
+    assert _live(db) == want
+    # and so does a reindex after losing the database
+    fresh = _lose_database(db)
+    reindex_all(fresh)
+    assert _live(fresh) == want
+    with fresh.Session() as s:
+        rows = s.scalars(select(Correction).order_by(Correction.id)).all()
+        assert [(c.kind, c.actor) for c in rows] == [("fix", "alice"), ("reject", "alice"), ("add", "alice")]
+    e = _entry(fresh, "Llama-3.1-8B")
+    with fresh.Session() as s:
+        hist = review.history(s, e.id)
+    assert hist and hist[0]["fields"] == {"model": "Llama-3.1-8B", "gpu_count": 2}
