@@ -11,7 +11,7 @@ from sqlalchemy import select
 from app.crawl.workflow import reparse
 from app.accounts import auth
 from app.errors import BadRequest, PreconditionFailed
-from app.models import ChangeEvent, Correction, Entry, Snapshot
+from app.models import ChangeEvent, Correction, Entry, Flag, Snapshot
 from app.rebuild.reindex import reindex_all
 from app.review import corrections as review
 from tests.test_reindex import _lose_database
@@ -180,3 +180,28 @@ def test_cli_fix_add_reject(cli, server, db):
     r = cli("entry", "reject", str(qwen.id), "--why", "not a claim")
     assert r.exit_code == 0 and "rejected" in r.output
     assert _live(db) == [("Llama-3.1-8B", 120.5), ("Mistral-7B", 140.2)]
+
+
+def test_decisions_come_back_after_reindex_and_reindex_says_what_it_cannot(cli, server, client, app):
+    _setup(cli, server)
+    db = app.state.db
+    tok = {"Authorization": f"Bearer {_token(db, 'read,decide')}"}
+    with db.Session() as s:
+        flag = s.scalar(select(Flag).order_by(Flag.id))
+        assert flag is not None
+        eid, rule = flag.entry_id, flag.rule
+        model = s.get(Entry, eid).model
+    r = client.post(f"/api/flags/{flag.id}/decision", json={"action": "dismiss", "note": "checked the page"}, headers=tok)
+    assert r.status_code == 200, r.text
+    with db.Session() as s:
+        assert [(c.kind, c.fields["rule"], c.actor) for c in s.scalars(select(Correction))] == [("decision", rule, "rev")]
+    db.dispose()
+    fresh = _lose_database(db)
+    fresh.dispose()
+    r = cli("reindex")
+    assert r.exit_code == 0, r.output
+    assert "not restored" in r.output and "accounts" in r.output and "tokens" in r.output and "webhooks" in r.output
+    with fresh.Session() as s:
+        e = s.scalar(select(Entry).where(Entry.model == model))
+        f = s.scalar(select(Flag).where(Flag.entry_id == e.id, Flag.rule == rule))
+        assert f.status == "dismissed"
