@@ -46,6 +46,11 @@ class Conflict(CaveatError):
     status = 409
 
 
+class PreconditionFailed(CaveatError):
+    """A write made against a version that is no longer current (If-Match / the form's version)."""
+    status = 412
+
+
 class UnsupportedMediaType(CaveatError):
     status = 415
 

@@ -309,6 +309,31 @@ class Decision(Base):
     __table_args__ = (Index("ix_decisions_created", "created_at"),)
 
 
+class Correction(Base):
+    """Append-only log of reviewers' corrections (fix, add, reject) and decisions, keyed to the archived
+    text: the snapshot's citation id and record id and the figure's selector, never entry ids
+    (app/claims/corrections.py). Each is also a WARC metadata record, restored by `caveat reindex`."""
+
+    __tablename__ = "corrections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16), nullable=False)  # fix|add|reject|decision
+    source_id: Mapped[int | None] = mapped_column(ForeignKey("sources.id", ondelete="SET NULL"))
+    citation_id: Mapped[str] = mapped_column(String(9), nullable=False)
+    record_id: Mapped[str] = mapped_column(String(80), nullable=False)  # the snapshot's WARC-Record-ID
+    selector: Mapped[dict] = mapped_column(JSON, nullable=False)  # {exact, prefix, suffix, start, end}
+    fields: Mapped[dict | None] = mapped_column(JSON)  # field -> value (fix, add); rule/action (decision)
+    reason: Mapped[str] = mapped_column(Text, nullable=False)
+    actor: Mapped[str] = mapped_column(String(255), nullable=False)
+    user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id", ondelete="RESTRICT"))
+    entry_version: Mapped[int | None] = mapped_column(Integer)  # the entry's version it was made against
+    warc_record_id: Mapped[str | None] = mapped_column(String(80), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
+
+    __table_args__ = (Index("ix_corrections_citation", "citation_id", "id"),
+                      Index("ix_corrections_source", "source_id", "id"))
+
+
 class AccessEvent(Base):
     """Append-only log of withdrawals, restrictions and reinstatements of captures (who and why)."""
 

@@ -27,8 +27,9 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-SCOPES = ("read", "decide", "measure", "admin")
+SCOPES = ("read", "decide", "measure", "correct", "admin")
 DEFAULT_SCOPES = ("read", "decide", "measure")
+SESSION_SCOPES = DEFAULT_SCOPES + ("correct",)   # a signed-in reviewer may also correct entries (issue 27)
 DEFAULT_TOKEN_DAYS = 90
 MAX_TOKEN_DAYS = 366
 
@@ -129,9 +130,10 @@ def token_state(t: ApiToken) -> str:
 
 
 def require_scope(request: Request, scope: str) -> None:
-    """A bearer token must carry ``scope`` (a signed-in reviewer's session may read, decide and measure)."""
+    """A bearer token must carry ``scope`` (a signed-in reviewer's session may read, decide, measure and
+    correct)."""
     method = getattr(request.state, "auth_method", None)
-    granted = getattr(request.state, "token_scopes", ()) if method == "token" else DEFAULT_SCOPES
+    granted = getattr(request.state, "token_scopes", ()) if method == "token" else SESSION_SCOPES
     if scope not in granted:
         raise Forbidden(f"This needs the {scope!r} scope; the token has {', '.join(granted) or 'none'}. Create one "
                         f"with `caveat token create USER --name NAME --scope {scope}`.")

@@ -24,6 +24,7 @@ from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.audit import decisions
+from app.review.decisions import archive_decision
 
 router = APIRouter(tags=["decisions"])
 
@@ -69,6 +70,8 @@ async def flag_decision(flag_id: int, request: Request, user: User = Depends(aut
     def record():  # in a worker thread and committed there: a write must never block the event loop
         done = decisions.decide(session, user, flag_id, body.action, body.note, settings=request.app.state.settings)
         session.commit()
+        # kept in the WARC files too, so `caveat reindex` restores it (issue 29 item 2)
+        archive_decision(request.app.state.db, done["id"], user.username)
         return done
 
     result = await run_in_threadpool(record)

@@ -208,6 +208,15 @@ class DecisionAnswer(Open):
     decision: DecisionBody
 
 
+class CorrectionAnswer(Open):
+    ok: Literal[True]
+    correction_id: int = Field(..., description="The correction's id (also a WARC metadata record).")
+    entry_id: int | None = None
+    entry: dict[str, Any] | None = Field(None, description="The entry after the correction: id, version, fields, gone.")
+    event_id: int | None = Field(None, description="The `corrected` change event.")
+    warnings: list[str] = []
+
+
 class DecisionList(Page):
     decisions: list[DecisionBody]
 

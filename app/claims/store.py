@@ -24,6 +24,7 @@ from sqlalchemy.orm import Session
 
 from app.db import chunked
 from app.models import Entry, EntryVersion, Recipe, Snapshot, Source, utcnow
+from app.claims import corrections
 from app.claims.identity import entry_keys, recipe_id_for, recipe_key
 
 # Entry columns that mirror the current version's fields (for filters and sorting).
@@ -222,8 +223,13 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     or at this snapshot's, never missing."""
     source_id = source.id if source is not None else None
     state = state or SourceState.load(session, source_id)
+    # reviewers' corrections of this snapshot's figures (app/claims/corrections.py), applied to every parse
+    applied = corrections.apply(session, snapshot, result) if source_id is not None else None
+    result = applied.result if applied else result
     summary = StoreSummary(parsed=len(result.entries))
     summary.warnings += [f"page: {w}" for w in result.warnings]
+    if applied:
+        summary.warnings += [f"page: {w}" for w in applied.problems]
     if not result.entries:
         return summary
 
@@ -231,7 +237,9 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     parser = parser or f"{result.kind}"
     now = utcnow()
     cleaned = [_clean(pe.fields) for pe in result.entries]
-    keys = entry_keys(cleaned)
+    # an entry's identity is the parser's reading, so a corrected field keeps the entry (and its id)
+    keys = entry_keys([_clean(f) for f in applied.identity] if applied else cleaned)
+    reviewed = applied.reviewed if applied else {}
     seen_ids: list[int] = []
 
     def store_rows(lo: int, hi: int) -> None:
@@ -255,6 +263,8 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             selectors = getattr(pe, "selectors", None)
             if selectors:  # W3C TextQuoteSelector + TextPositionSelector per quoted field
                 provenance["_selectors"] = {k: v for k, v in selectors.items() if k in provenance}
+            if i in reviewed:  # field -> who corrected it, when, why, and what the parser read
+                provenance["_reviewer"] = reviewed[i]
             version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
                        "warnings": warnings or None, "parser": parser, "created_at": now}
             known = state.known.get(key)

@@ -14,7 +14,7 @@ from app.cli.context import CliContext
 from app.config import Settings
 from app.storage.tlog import ensure_signing_key
 from app.storage.indexing import unindexed_files
-from app.rebuild.reindex import reindex_all
+from app.rebuild.reindex import NOT_RESTORED, reindex_all
 import errno
 import socket
 from app.errors import Conflict
@@ -82,6 +82,7 @@ def _run_reindex(db, *, reparse: bool) -> None:
         click.echo(f"sources recreated from the WARC files: {', '.join(report.sources)}")
     click.echo(f"reindexed {report.indexed:,} record(s) from {len(report.files)} WARC file(s) "
                f"in {time.monotonic() - started:.1f} s")
+    click.echo(NOT_RESTORED)
 
 
 @main.command()
@@ -90,8 +91,9 @@ def _run_reindex(db, *, reparse: bool) -> None:
 def reindex(obj: CliContext, no_reparse: bool) -> None:
     """Rebuild the archive index from the WARC files alone: snapshots, revisits, request records,
     citation ids (derived from record ids, so they come back the same), sources (from the metadata
-    records crawls write) and the CDXJ; then re-derive entries, flags and quotable answers by
-    reparsing. WARC files other tools wrote that are dropped into the WARC folder are indexed too.
+    records crawls write), access changes, measurements, reviewers' corrections and decisions, and the
+    CDXJ; then re-derive entries, flags and quotable answers by reparsing (corrections applied, decisions
+    re-applied). Not restored: accounts, sessions, API tokens, webhooks, change history (back them up). WARC files other tools wrote that are dropped into the WARC folder are indexed too.
     Idempotent; a killed run resumes where it stopped. Holds the store's lock, so no capture runs meanwhile.
 
     \b

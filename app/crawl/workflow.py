@@ -26,7 +26,7 @@ from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.db import Database
-from app.errors import NotFound
+from app.errors import BadRequest, NotFound
 from app.db import chunked
 from app.models import Crawl, Entry, Snapshot, Source, utcnow
 from app.audit.engine import audit_entries
@@ -445,6 +445,33 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
     finally:
         _finish(db, source.id, crawl_id, report, last_id)
         progress("done", report)
+    return report
+
+
+def parse_archived(session: Session, settings: Settings, snapshot: Snapshot):
+    """A snapshot parsed by its source's parser, as stored (``.text``: what every selector points into)."""
+    src = session.get(Source, snapshot.source_id) if snapshot.source_id is not None else None
+    if src is None:
+        raise NotFound(f"snapshot {snapshot.citation_id} belongs to no source, so nothing is parsed from it")
+    stored = load_record(settings, snapshot, session=session)
+    if not stored.decoded:
+        raise BadRequest(f"snapshot {snapshot.citation_id} could not be decoded: {'; '.join(stored.warnings)}")
+    return parse_snapshot(session, src, snapshot, stored, SourceReport(src.name, src.url))
+
+
+def reapply_latest(db: Database, settings: Settings, source_id: int) -> SourceReport:
+    """Store the newest archived snapshot of a source again (with its corrections) and audit what it holds:
+    what a new correction needs at once. Older snapshots' versions follow at the next ``caveat reparse``."""
+    with db.session() as session:
+        src = session.get(Source, source_id)
+        report = SourceReport(src.name, src.url, kind=src.kind)
+        snaps = _archived(session, src.id, bool(getattr(src, "browser", False)))
+        if not snaps:
+            return report
+        stored = load_record(settings, snaps[-1], session=session)
+        parsed = parse_snapshot(session, src, snaps[-1], stored, report)
+        report.summary = store_parse(session, src, snaps[-1], parsed, parser=parsed.kind)
+        _audit(session, settings, report.summary.entry_ids, report)
     return report
 
 

@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from app.audit.rules import read_entry
 from app.config import Settings
+from app.review.corrections import history as review_history
 from app.errors import BadRequest, NotFound
 from app.models import Entry, EntryVersion, Flag, Recipe, Snapshot, Source
 from app.audit import engine as audit
@@ -161,6 +162,15 @@ def get_entry(session: Session, settings: Settings, entry_id: int) -> dict:
     out["notes_reading"] = notes_reading(settings, cid, out["fields"], out["extra"], prov)
     out["history"] = [_version_json(settings, v, vcid, cap, url, access) for v, vcid, cap, url, access in versions]
     out["recipe"] = f"/api/recipes/{e.recipe_id}" if e.recipe_id else None
+    # reviewers' corrections (issue 27): each field's provenance, the entry's version (If-Match), its history
+    reviewer = prov.get("_reviewer") or {}
+    out["version"] = current.version_no if current else None
+    out["etag"] = f'"v{current.version_no}"' if current else None
+    out["field_sources"] = {name: ("reviewer" if name in reviewer else "parser") for name in out["fields"]}
+    out["reviewed"] = reviewer
+    out["corrections"] = review_history(session, e.id) if current else []
+    out["rejected"] = next(({"by": c["by"], "why": c["why"], "at": c["at"]} for c in reversed(out["corrections"])
+                            if c["kind"] == "reject"), None) if e.gone else None
     return out
 
 

@@ -6,11 +6,16 @@ from __future__ import annotations
 
 from typing import Callable
 
+from sqlalchemy import func, select
+
+from app.claims import corrections  # noqa: F401  (registers the review records' handler)
 from app.claims.sources import list_sources
 from app.crawl.workflow import reparse_one
 from app.db import Database
+from app.models import Correction
 from app.measure import evidence  # noqa: F401  (registers the measurement records' handler)
 from app.replay import withdrawal  # noqa: F401  (registers the access records' handler)
+from app.review.decisions import restore_decisions
 from app.storage.indexing import Reindexer, ReindexReport, warc_files
 from app.storage.tlog import logged_records
 from app.storage.warcfiles import PATTERN, WarcStore, rebuild_cdxj
@@ -49,4 +54,17 @@ def reindex_all(db: Database, *, progress: Callable[[str], None] | None = None,
             r = reparse_one(db, db.settings, src)
             say(f"reparsed {src.name}: {r.status}, {r.summary.new} new, {r.summary.changed} changed, "
                 f"{r.summary.unchanged} unchanged from {r.snapshots} snapshot(s)")
+        flags = restore_decisions(db, db.settings)
+        with db.Session() as s:
+            kinds = dict(s.execute(select(Correction.kind, func.count()).group_by(Correction.kind)).all())
+        say(f"reviewers' records restored from the WARC files: {kinds.get('fix', 0)} fix(es), {kinds.get('add', 0)} "
+            f"added figure(s), {kinds.get('reject', 0)} rejection(s), {kinds.get('decision', 0)} decision(s) "
+            f"({flags} flag status(es) set again)")
     return report
+
+
+# What lives only in the database (issue 29 item 2): said by every reindex, so nobody learns it by losing it.
+NOT_RESTORED = ("not restored (they live only in the database): user accounts and their sessions, API tokens, "
+                "webhooks and their delivery log, schedules' next times, and the change-event history "
+                "(corrections and decisions are restored; the decisions' account links are not). "
+                "Back the database up, or copy it with `caveat db copy --to URL`.")

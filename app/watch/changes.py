@@ -29,7 +29,7 @@ from datetime import timezone
 
 FIGURES = ("headline_tps", "steady_low", "steady_high", "acceptance_rate", "draft_tokens", "concurrency",
            "gpu_count", "quantization", "engine_version")
-KINDS = ("changed", "vanished", "returned")
+KINDS = ("changed", "vanished", "returned", "corrected")
 PAGE_GONE = (404, 410)
 MAX_LIMIT = 500
 FEED_MAX = 200

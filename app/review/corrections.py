@@ -1,0 +1,165 @@
+"""Correct an entry, add a missed figure, reject a false entry: each recorded in the WARC files and the
+``corrections`` table (``app.claims.corrections.record``), applied at once by storing the source's newest
+snapshot again (``app.crawl.workflow.reapply_latest``: the corrections are applied inside ``store_parse``,
+the rules re-run on the entry and its recipe), then a ``corrected`` change event and its webhooks.
+
+Fixes and rejections carry the entry's version (its current ``version_no``: the API's ETag / If-Match,
+the form's hidden field); a stale one raises ``PreconditionFailed`` (412) with the entry's current state
+and stores nothing.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from app.claims import corrections as store
+from app.config import Settings
+from app.crawl.workflow import parse_archived, reapply_latest
+from app.db import Database
+from app.errors import BadRequest, Conflict, NotFound, PreconditionFailed
+from app.models import ChangeEvent, Entry, EntryVersion, Snapshot, utcnow
+from app.storage.snapshots import find_by_citation
+from app.watch.hooks import queue_deliveries
+
+
+def entry_state(session: Session, entry_id: int) -> dict:
+    """What a reviewer corrects: the entry's version (its ETag), fields, and whether it is gone."""
+    e = session.get(Entry, entry_id)
+    if e is None:
+        raise NotFound(f"No entry {entry_id}. GET /api/entries lists them.")
+    v = session.get(EntryVersion, e.current_version_id) if e.current_version_id else None
+    return {"id": e.id, "version": v.version_no if v else 0, "fields": (v.fields if v else {}) or {},
+            "gone": e.gone, "recipe_id": e.recipe_id}
+
+
+def etag(version: int) -> str:
+    return f'"v{version}"'
+
+
+def parse_version(value) -> int | None:
+    """An If-Match value (``"v3"``, ``W/"v3"``, ``3``) or a form's version field as a number; None if unset."""
+    if value is None or value == "" or value == "*":
+        return None
+    text = str(value).strip().removeprefix("W/").strip('"').lstrip("v")
+    if not text.isdigit():
+        raise BadRequest(f"the version {value!r} is not one this entry gave: send its ETag (e.g. \"v3\")")
+    return int(text)
+
+
+def _target(session: Session, entry_id: int) -> tuple[Entry, EntryVersion, Snapshot, dict]:
+    e = session.get(Entry, entry_id)
+    if e is None:
+        raise NotFound(f"No entry {entry_id}. GET /api/entries lists them.")
+    v = session.get(EntryVersion, e.current_version_id) if e.current_version_id else None
+    sel = (((v.provenance or {}).get("_selectors") or {}).get("headline_tps")) if v else None
+    if v is None or not isinstance(sel, dict) or e.source_id is None:
+        raise BadRequest(f"entry {entry_id} has no headline figure pinned in its archived text, so a correction "
+                         "cannot be keyed to it; add the figure from its snapshot instead (POST /api/entries)")
+    return e, v, session.get(Snapshot, v.snapshot_id), dict(sel)
+
+
+def _stale(entry_id: int, version: int | None):
+    def check(session: Session) -> None:
+        current = entry_state(session, entry_id)
+        if version is not None and version != current["version"]:
+            raise PreconditionFailed(
+                f"entry {entry_id} is at version {current['version']}, not {version}: someone changed it since "
+                "you loaded it; nothing was stored. Review its current state and correct again.", current=current)
+    return check
+
+
+def fix_entry(db: Database, settings: Settings, entry_id: int, fields: dict, why: str, *, actor: str,
+              user_id: int | None = None, version: int | None = None) -> dict:
+    fields = store.check_fields(fields)
+    if not fields:
+        raise BadRequest(f"nothing to correct: give at least one field ({', '.join(store.CORRECTABLE)})")
+    return _correct(db, settings, "fix", entry_id, fields, why, actor=actor, user_id=user_id, version=version)
+
+
+def reject_entry(db: Database, settings: Settings, entry_id: int, why: str, *, actor: str,
+                 user_id: int | None = None, version: int | None = None) -> dict:
+    return _correct(db, settings, "reject", entry_id, None, why, actor=actor, user_id=user_id, version=version)
+
+
+def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, version) -> dict:
+    why = store.check_reason(why)
+    with db.Session() as s:
+        _e, v, snap, sel = _target(s, entry_id)
+        s.expunge(snap)
+        before = entry_state(s, entry_id)
+        _stale(entry_id, version)(s)  # fail fast, before waiting for the writer lock
+    out: dict = {}
+    cid = store.record(db, snap, kind, sel, fields, why, actor=actor, user_id=user_id, entry_version=v.version_no,
+                       check=_stale(entry_id, version),
+                       then=lambda c: out.update(_apply(db, settings, c, snap, before, why, actor)))
+    return {"correction_id": cid, **out}
+
+
+def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefix: str, suffix: str,
+              fields: dict | None, why: str, *, actor: str, user_id: int | None = None) -> dict:
+    """A figure the parser missed, from its snapshot and a quote selector validated against the decoded
+    archived text (none or several matches, or not a number: 400, nothing stored)."""
+    why = store.check_reason(why)
+    fields = store.check_fields(fields or {})
+    with db.Session() as s:
+        snap = find_by_citation(s, citation)
+        parsed = parse_archived(s, settings, snap)
+        sel = store.select_quote(parsed.text, quote, prefix or "", suffix or "")
+        store.figure_of(sel["exact"])
+        if any(((pe.selectors or {}).get("headline_tps") or {}).get("start") == sel["start"] for pe in parsed.entries):
+            raise Conflict(f"the reader already reads {sel['exact']!r} at that place as an entry; correct that "
+                           "entry instead (PATCH /api/entries/{id}); nothing was stored")
+        s.expunge(snap)
+    out: dict = {}
+    cid = store.record(db, snap, "add", sel, fields, why, actor=actor, user_id=user_id,
+                       then=lambda c: out.update(_apply(db, settings, c, snap, None, why, actor)))
+    return {"correction_id": cid, **out}
+
+
+def _apply(db: Database, settings: Settings, correction_id: int, snap: Snapshot, before: dict | None,
+           why: str, actor: str) -> dict:
+    """Store the source's newest snapshot again (the correction applied), find the entry it now names,
+    and record the ``corrected`` change event."""
+    report = reapply_latest(db, settings, snap.source_id)
+    with db.Session() as s:
+        entry_id = before["id"] if before else _entry_of(s, snap.source_id, correction_id)
+        after = entry_state(s, entry_id) if entry_id is not None else None
+        old = (before or {}).get("fields") or {}
+        new = (after or {}).get("fields") or {}
+        changes = {k: [old.get(k), new.get(k)] for k in sorted(set(old) | set(new)) if old.get(k) != new.get(k)}
+        if after is not None and after["gone"] and not (before or {}).get("gone"):
+            changes["gone"] = [False, True]
+        event = ChangeEvent(kind="corrected", scope="entry", source_id=snap.source_id, entry_id=entry_id,
+                            recipe_id=(after or {}).get("recipe_id"), new_snapshot_id=snap.id,
+                            old=old or None, new={**new, "correction_id": correction_id, "by": actor},
+                            changes=changes or None, detail=f"corrected by {actor}: {why}", created_at=utcnow())
+        s.add(event)
+        s.commit()
+        event_id = event.id
+    queue_deliveries(db, [event_id])
+    return {"entry_id": entry_id, "entry": after, "event_id": event_id,
+            "warnings": [w for w in report.summary.warnings if "correction" in w]}
+
+
+def _entry_of(session: Session, source_id: int, correction_id: int) -> int | None:
+    """The entry whose current version carries this correction (an added figure's entry)."""
+    rows = session.execute(select(Entry.id, EntryVersion.provenance)
+                           .join(EntryVersion, EntryVersion.id == Entry.current_version_id)
+                           .where(Entry.source_id == source_id))
+    for eid, prov in rows:
+        for note in ((prov or {}).get("_reviewer") or {}).values():
+            if isinstance(note, dict) and note.get("correction") == correction_id:
+                return eid
+    return None
+
+
+def history(session: Session, entry_id: int) -> list[dict]:
+    """The corrections made on an entry's figure, oldest first."""
+    e = session.get(Entry, entry_id)
+    v = session.get(EntryVersion, e.current_version_id) if e is not None and e.current_version_id else None
+    if v is None:
+        return []
+    snap = session.get(Snapshot, v.snapshot_id)
+    sel = ((v.provenance or {}).get("_selectors") or {}).get("headline_tps")
+    return [store.correction_json(c) for c in store.for_entry(session, e.source_id, snap.citation_id, sel)]
