@@ -231,7 +231,8 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     parser = parser or f"{result.kind}"
     now = utcnow()
     cleaned = [_clean(pe.fields) for pe in result.entries]
-    keys = entry_keys(cleaned)
+    key_columns = list(getattr(source, "key_columns", None) or ())
+    keys = entry_keys([{**flds, "_extra": pe.extra or {}} for flds, pe in zip(cleaned, result.entries)], key_columns)
     seen_ids: list[int] = []
 
     def store_rows(lo: int, hi: int) -> None:
@@ -242,7 +243,7 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             key, pe, flds = keys[i], result.entries[i], cleaned[i]
             warnings = list(pe.warnings)
             cols = denormalised(flds, warnings)
-            rkey = recipe_key({**flds, "_extra": pe.extra or {}})
+            rkey = recipe_key({**flds, "_extra": pe.extra or {}}, key_columns)
             rid = recipe_id_for(rkey) if rkey else None
             if rid and rid not in recipes:
                 recipes[rid] = (rkey, cols)

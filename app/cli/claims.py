@@ -42,9 +42,12 @@ def source() -> None:
               help="Re-crawl on a schedule: 30m, 6h, 1d, 1h30m (workers or `caveat serve` run it; docs/watch.md).")
 @click.option("--browser", is_flag=True, help="Crawl it with Chromium (a JavaScript-rendered page): the rendered "
               "DOM is parsed and cited.")
+@click.option("--key", "keys", multiple=True, metavar="COLUMN",
+              help="A column (its header) that tells one row from another on an unusual board; repeatable. "
+                   "Left out: model, hardware, engine and the like, never a rank, # or position column.")
 @click.pass_obj
 def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None,
-               browser: bool = False) -> None:
+               browser: bool = False, keys: tuple[str, ...] = ()) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
 
     \b
@@ -53,11 +56,12 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: st
     """
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
-        src = add_source(s, name, url, kind, browser=browser)
+        src = add_source(s, name, url, kind, browser=browser, key_columns=keys)
         if seconds is not None:
             set_schedule(s, src, seconds)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
         how += ", captured with the browser" if src.browser else ""
+        how += f", rows keyed by {', '.join(src.key_columns)}" if src.key_columns else ""
         when = f", every {format_every(seconds)}" if seconds else ""
         click.echo(f"added source {src.name}: {src.url} ({how}{when})")
 
