@@ -9,15 +9,16 @@ import time
 
 import click
 
-from app.cli.group import main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
-from app.config import Settings
+from app.config import Settings, check_base_url, record_base_url, recorded_base_url
+from app.replay.links import known_base
 from app.storage.tlog import ensure_signing_key
 from app.storage.indexing import unindexed_files
 from app.rebuild.reindex import reindex_all
 import errno
 import socket
-from app.errors import Conflict
+from app.errors import BadRequest, Conflict, NotFound
 from app.storage.dbcopy import copy_database
 from app.watch.worker import Scheduler
 from app.main import create_app
@@ -28,8 +29,11 @@ from app.main import create_app
               help="When the data folder holds WARC records the database has no rows for (a lost, replaced or "
                    "restored database), rebuild the index from them (`caveat reindex`). Default: ask on a "
                    "terminal, otherwise only say so.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="Record the public base URL citation links are minted with (e.g. https://caveat.example.org); "
+                   "change it later with `caveat config base-url URL`.")
 @click.pass_obj
-def init(obj: CliContext, do_reindex: bool | None) -> None:
+def init(obj: CliContext, do_reindex: bool | None, base_url: str | None = None) -> None:
     """Create the data folder and bring the database to the latest migration.
 
     Safe to run again: it only applies migrations that are missing. If the WARC folder holds records
@@ -53,6 +57,11 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
     else:
         click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
     click.echo(f"data folder {s.data_dir.resolve()}")
+    if base_url is not None:
+        s.base_url = record_base_url(s.data_dir, _checked(base_url))
+    base = known_base(s)
+    click.echo(f"public base URL {base}" if base else "public base URL not recorded yet: the first `caveat serve` "
+               "records its address, or `caveat config base-url URL` (until then the CLI prints citation ids)")
 
     if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
         click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
@@ -128,6 +137,9 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     sock = bind_or_explain(host, port)  # a taken port is one clear line, before any URL is printed
     port = sock.getsockname()[1]
     settings = serving_settings(obj.settings, host, port)
+    if "base_url" not in obj.settings.model_fields_set:   # the first serve records where it is reached
+        record_base_url(obj.settings.data_dir, settings.base_url)
+        click.echo(f"public base URL recorded: {settings.base_url} (change it: caveat config base-url URL)")
     click.echo(f"serving on http://{host}:{port}/")
     if workers > 1:
         sock.close()  # uvicorn's workers bind it again themselves
@@ -143,6 +155,54 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
             click.echo("scheduled crawls run in this process (SQLite); on PostgreSQL run `caveat worker`")
         server = uvicorn.Server(uvicorn.Config(application, log_level="warning"))
         server.run(sockets=[sock])
+
+
+def _checked(url: str) -> str:
+    try:
+        return check_base_url(url)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+@main.group("config")
+def config_group() -> None:
+    """Settings recorded in the data folder.
+
+    \b
+    Example:
+      caveat config base-url https://caveat.example.org
+    """
+
+
+@config_group.command("base-url")
+@click.argument("url", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, base_url, recorded}.")
+@click.pass_obj
+def config_base_url(obj: CliContext, url: str | None, as_json: bool) -> None:
+    """Show or record the public base URL every citation link is minted with (CLI, API, feeds, webhooks).
+    CAVEAT_BASE_URL, when set, wins over the recorded one.
+
+    \b
+    Example:
+      caveat config base-url https://caveat.example.org
+      caveat config base-url
+    """
+    json_mode(as_json)
+    s = obj.settings
+    if url is not None:
+        if not s.data_dir.is_dir():
+            raise NotFound(f"No data folder at {s.data_dir.resolve()}: run `caveat init` first.")
+        record_base_url(s.data_dir, _checked(url))
+    recorded = recorded_base_url(s.data_dir)
+    shown = os.environ.get("CAVEAT_BASE_URL") or recorded
+    if as_json:
+        emit({"base_url": shown, "recorded": recorded})
+    elif shown:
+        click.echo(shown + (" (CAVEAT_BASE_URL; recorded: " + str(recorded) + ")"
+                            if os.environ.get("CAVEAT_BASE_URL") and url is None else ""))
+    else:
+        click.echo("no public base URL recorded: `caveat config base-url URL` records one (the CLI prints "
+                   "citation ids until then)")
 
 
 def bind_or_explain(host: str, port: int):

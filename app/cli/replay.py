@@ -8,6 +8,7 @@ import click
 
 from app.cli.group import main
 from app.cli.context import CliContext
+from app.replay.links import known_base
 from app.replay.wacz_export import export_wacz
 from app.rebuild.importer import import_warcs
 
@@ -52,12 +53,13 @@ def import_warc_cmd(obj: CliContext, files: tuple[str, ...]) -> None:
     Example:
       caveat import-warc crawl.warc.gz old/*.warc
     """
-    base = obj.settings.base_url
+    base = known_base(obj.settings)
     bad = 0
     reports = import_warcs(obj.database(), list(files))
     for r in reports:
         for snap in r.imported:
-            click.echo(f"{snap.citation_id}  {base}/c/{snap.citation_id}  {snap.url}")
+            link = f"  {base}/c/{snap.citation_id}" if base else ""     # no base URL known: the id alone
+            click.echo(f"{snap.citation_id}{link}  {snap.url}")
         for line in r.problems:
             click.echo(f"bad record in {r.path}: {line}", err=True)
         bad += len(r.problems)

@@ -1,0 +1,74 @@
+"""Issue 29, what a new user trips on at the command line: the public base URL recorded in the data
+folder (item 3), missing databases and folders (item 4), export-wacz (item 5), --json everywhere (item 6)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from app.cli import main
+from app.cli.context import CliContext
+from app.config import Settings
+from tests.test_import import warcio_record
+
+
+@pytest.fixture
+def bare(tmp_path, sqlite_template, monkeypatch):
+    """A migrated data folder whose settings name no base URL (as a new user's would)."""
+    monkeypatch.delenv("CAVEAT_BASE_URL", raising=False)
+    data = tmp_path / "data"
+    data.mkdir()
+    shutil.copy(sqlite_template, data / "caveat.db")
+    runner = CliRunner()
+
+    def run(*args):
+        s = Settings(data_dir=data, database_url=f"sqlite:///{data / 'caveat.db'}", allow_private_addresses=True,
+                     secret_key="k")
+        return runner.invoke(main, list(args), obj=CliContext(s), catch_exceptions=False)
+
+    run.data = data
+    return run
+
+
+def test_no_base_url_known_prints_ids_not_a_guessed_link_then_the_recorded_one(bare, tmp_path):
+    path = tmp_path / "a.warc.gz"
+    path.write_bytes(warcio_record("http://a.test/one", b"<p>first</p>", date="2026-05-01T10:00:00Z"))
+    r = bare("import-warc", str(path))
+    assert r.exit_code == 0, r.output
+    assert "127.0.0.1:8000" not in r.stdout and "/c/" not in r.stdout
+    cid = r.stdout.split()[0]
+    r = bare("config", "base-url", "https://caveat.example.org/")
+    assert r.exit_code == 0 and "https://caveat.example.org" in r.output
+    assert (bare.data / "base_url").read_text().strip() == "https://caveat.example.org"
+    assert Settings(data_dir=bare.data).base_url == "https://caveat.example.org"
+    path.write_bytes(warcio_record("http://a.test/two", b"<p>second</p>", date="2026-05-01T10:00:01Z"))
+    r = bare("import-warc", str(path))
+    assert "https://caveat.example.org/c/" in r.stdout
+    r = bare("config", "base-url", "--json")
+    assert json.loads(r.output)["base_url"] == "https://caveat.example.org"
+    r = bare("config", "base-url", "not a url")
+    assert r.exit_code == 1 and "public base URL" in r.output
+    r = bare("withdraw", cid, "--reason", "test")
+    assert "https://caveat.example.org/c/" + cid in r.output
+
+
+def test_init_records_the_base_url(bare):
+    r = bare("init", "--base-url", "http://127.0.0.1:8123")
+    assert r.exit_code == 0, r.output
+    assert "public base URL http://127.0.0.1:8123" in r.output
+    assert Settings(data_dir=bare.data).base_url == "http://127.0.0.1:8123"
+
+
+def test_first_serve_records_its_address(bare, monkeypatch):
+    import uvicorn
+
+    monkeypatch.setattr(uvicorn.Server, "run", lambda self, sockets=None: None)
+    r = bare("serve", "--port", "0")
+    assert r.exit_code == 0, r.output
+    recorded = (bare.data / "base_url").read_text().strip()
+    assert recorded.startswith("http://127.0.0.1:") and "public base URL recorded" in r.output
+    r = bare("serve", "--port", "0")
+    assert "recorded" not in r.output and (bare.data / "base_url").read_text().strip() == recorded
