@@ -12,6 +12,9 @@ from click.testing import CliRunner
 from app.cli import main
 from app.cli.context import CliContext
 from app.config import Settings
+from app.db import Database
+from app.models import Snapshot
+from sqlalchemy import select
 from tests.test_import import warcio_record
 
 
@@ -72,3 +75,29 @@ def test_first_serve_records_its_address(bare, monkeypatch):
     assert recorded.startswith("http://127.0.0.1:") and "public base URL recorded" in r.output
     r = bare("serve", "--port", "0")
     assert "recorded" not in r.output and (bare.data / "base_url").read_text().strip() == recorded
+
+
+def test_reindex_rebuilds_a_lost_database(bare, tmp_path):
+    path = tmp_path / "a.warc.gz"
+    path.write_bytes(warcio_record("http://a.test/one", b"<p>first</p>", date="2026-05-01T10:00:00Z"))
+    cid = bare("import-warc", str(path)).stdout.split()[0]
+    (bare.data / "caveat.db").unlink()
+    r = bare("reindex")
+    assert r.exit_code == 0, r.output
+    assert "reindexed" in r.output
+    db = Database(Settings(data_dir=bare.data))
+    with db.Session() as s:
+        assert s.scalars(select(Snapshot.citation_id)).all() == [cid]
+    db.dispose()
+
+
+@pytest.mark.parametrize("args", [("quote", "x"), ("source", "list"), ("capture", "http://a.test/"),
+                                  ("user", "list"), ("verify",)])
+def test_read_commands_never_create_a_missing_data_folder(tmp_path, monkeypatch, args):
+    typo = tmp_path / "typo"
+    s = Settings(data_dir=typo, secret_key="k")
+    r = CliRunner().invoke(main, list(args), obj=CliContext(s))
+    assert r.exit_code == 1, r.output
+    assert "No Caveat data folder" in r.output and "caveat init" in r.output
+    assert not typo.exists()
+    assert "Traceback" not in r.output

@@ -48,7 +48,7 @@ def init(obj: CliContext, do_reindex: bool | None, base_url: str | None = None) 
     s.data_dir.mkdir(parents=True, exist_ok=True)
     s.warc_dir.mkdir(parents=True, exist_ok=True)
     s.index_dir.mkdir(parents=True, exist_ok=True)
-    db = obj.database(migrated=False)
+    db = obj.database(migrated=False, create=True)
     before = db.current_revision()
     db.upgrade()
     after = db.current_revision()
@@ -105,7 +105,18 @@ def reindex(obj: CliContext, no_reparse: bool) -> None:
     Example:
       caveat init && caveat reindex
     """
-    _run_reindex(obj.database(), reparse=not no_reparse)
+    s = obj.settings
+    if not s.data_dir.is_dir():
+        raise NotFound(f"No Caveat data folder at {s.data_dir.resolve()} (its WARC files are what a reindex reads): "
+                       "check CAVEAT_DATA_DIR.")
+    db = obj.database(migrated=False, create=True)
+    if db.current_revision() is None:     # a lost database: make the schema, then rebuild it from the WARC files
+        s.warc_dir.mkdir(parents=True, exist_ok=True)
+        s.index_dir.mkdir(parents=True, exist_ok=True)
+        db.upgrade()
+        click.echo(f"database {db.safe_url()} had no Caveat tables: created at {db.current_revision()}", err=True)
+    db.require_migrated()
+    _run_reindex(db, reparse=not no_reparse)
 
 
 def serving_settings(settings: Settings, host: str, port: int) -> Settings:
