@@ -101,3 +101,31 @@ def test_read_commands_never_create_a_missing_data_folder(tmp_path, monkeypatch,
     assert "No Caveat data folder" in r.output and "caveat init" in r.output
     assert not typo.exists()
     assert "Traceback" not in r.output
+
+
+def test_export_wacz_checks_folder_extension_and_overwrite(bare, tmp_path):
+    path = tmp_path / "a.warc.gz"
+    path.write_bytes(warcio_record("http://a.test/one", b"<p>first</p>", date="2026-05-01T10:00:00Z"))
+    assert bare("import-warc", str(path)).exit_code == 0
+    r = bare("export-wacz", str(tmp_path / "nope" / "x.wacz"))
+    assert r.exit_code == 1 and "No folder" in r.output and "Traceback" not in r.output
+    page = tmp_path / "index.html"
+    page.write_text("<p>mine</p>")
+    r = bare("export-wacz", str(page))
+    assert r.exit_code == 1 and ".wacz" in r.output and page.read_text() == "<p>mine</p>"
+    out = tmp_path / "out.wacz"
+    r = bare("export-wacz", str(out), "--json")
+    assert r.exit_code == 0, r.output
+    body = json.loads(r.stdout)
+    assert body["ok"] is True and body["snapshots"] == 1 and list(body)[0] == "ok"
+    r = bare("export-wacz", str(out))
+    assert r.exit_code == 1 and "exists" in r.output and "--force" in r.output
+    assert bare("export-wacz", str(out), "--force").exit_code == 0
+
+
+def test_import_warc_json(bare, tmp_path):
+    path = tmp_path / "a.warc.gz"
+    path.write_bytes(warcio_record("http://a.test/one", b"<p>first</p>", date="2026-05-01T10:00:00Z"))
+    body = json.loads(bare("import-warc", str(path), "--json").stdout)
+    assert body["ok"] and body["files"][0]["imported"][0]["url"] == "http://a.test/one"
+    assert body["files"][0]["imported"][0]["citation_url"] is None
