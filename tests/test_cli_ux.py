@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -32,7 +33,12 @@ def bare(tmp_path, sqlite_template, monkeypatch):
                      secret_key="k")
         return runner.invoke(main, list(args), obj=CliContext(s), catch_exceptions=False)
 
+    def run_input(*args, input=None):
+        s = Settings(data_dir=data, database_url=f"sqlite:///{data / 'caveat.db'}", secret_key="k")
+        return runner.invoke(main, list(args), obj=CliContext(s), input=input, catch_exceptions=False)
+
     run.data = data
+    run.input = run_input
     return run
 
 
@@ -129,3 +135,56 @@ def test_import_warc_json(bare, tmp_path):
     body = json.loads(bare("import-warc", str(path), "--json").stdout)
     assert body["ok"] and body["files"][0]["imported"][0]["url"] == "http://a.test/one"
     assert body["files"][0]["imported"][0]["citation_url"] is None
+
+
+# Commands that print no result a script would read (servers, one-line confirmations of an action).
+NO_JSON = {"db copy", "demo", "hook remove", "reinstate", "restrict", "serve", "source remove", "source set",
+           "token revoke", "user add", "user password", "user sessions", "withdraw", "worker"}
+
+
+def _walk(group, path=()):
+    for name, cmd in sorted(group.commands.items()):
+        if isinstance(cmd, click.Group):
+            yield from _walk(cmd, path + (name,))
+        else:
+            yield path + (name,), cmd
+
+
+def test_every_command_has_help_with_an_example_and_json_where_it_prints_results():
+    commands = list(_walk(main))
+    assert len(commands) > 30
+    runner = CliRunner()
+    missing_json = set()
+    for path, cmd in commands:
+        r = runner.invoke(main, [*path, "--help"])
+        assert r.exit_code == 0, (path, r.output)
+        assert "Example" in r.output, f"`caveat {' '.join(path)} --help` shows no example"
+        if "--json" not in {o for p in cmd.params for o in getattr(p, "opts", [])}:
+            missing_json.add(" ".join(path))
+    assert missing_json == NO_JSON
+    for named in ("export-wacz", "import-warc", "reindex", "reparse", "init", "source add", "token create"):
+        assert named not in missing_json
+
+
+@pytest.mark.parametrize("args", [("user", "list"), ("measurement", "list"), ("source", "list"),
+                                  ("hook", "list"), ("token", "list"), ("changes",)])
+def test_an_empty_listing_is_a_success(cli, args):
+    r = cli(*args, "--json")
+    assert r.exit_code == 0, r.output
+    body = json.loads(r.stdout)
+    assert body["ok"] is True and body["count"] == 0
+
+
+def test_json_on_init_reindex_source_add_token_create_reparse(bare):
+    body = json.loads(bare("init", "--json").stdout)
+    assert body["ok"] and body["revision"] and body["base_url"] is None
+    body = json.loads(bare("reindex", "--json").stdout)
+    assert body["ok"] and body["created_schema"] is False and "indexed" in body
+    body = json.loads(bare("source", "add", "b", "https://example.org/b", "--json").stdout)
+    assert body["ok"] and body["source"]["name"] == "b"
+    assert bare.input("user", "add", "alice", "--password-stdin", input="a long password\n").exit_code == 0
+    r = bare("token", "create", "alice", "--name", "ci", "--json")
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["token"]
+    body = json.loads(bare("reparse", "--json").stdout)
+    assert body["count"] == 1 and body["reports"][0]["source"] == "b"    # never crawled: nothing to reparse
