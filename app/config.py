@@ -125,7 +125,9 @@ class Settings(BaseSettings):
         f"Caveat/{__version__} (speed-claim archiver)", description="User-Agent sent by the crawler."
     )
     base_url: str = Field(
-        "http://127.0.0.1:8000", description="Public origin used in citation URLs printed by the CLI and API."
+        "http://127.0.0.1:8000", description="Public origin used in citation URLs printed by the CLI and API. "
+        "Unset: the one recorded in `<data_dir>/base_url` (`caveat init --base-url`, `caveat config base-url`, "
+        "or the first `caveat serve`); with none recorded the CLI prints citation ids, never a guessed URL."
     )
     replay_origin: str | None = Field(
         None,
@@ -155,6 +157,12 @@ class Settings(BaseSettings):
     worker_poll: float = Field(
         5.0, description="Seconds between a worker's looks for due sources and stalled jobs (its queue is "
         "also woken by PostgreSQL LISTEN/NOTIFY).")
+
+    def model_post_init(self, __context) -> None:
+        if "base_url" not in self.model_fields_set:   # not given: the public base URL recorded in the data folder
+            recorded = recorded_base_url(self.data_dir)
+            if recorded:
+                self.base_url = recorded       # counts as given (in model_fields_set): links are minted with it
 
     @field_validator("allow_private_hosts")
     @classmethod
@@ -198,3 +206,33 @@ class Settings(BaseSettings):
         with os.fdopen(fd, "w") as f:
             f.write(key)
         return key
+
+
+BASE_URL_FILE = "base_url"
+
+
+def recorded_base_url(data_dir: Path) -> str | None:
+    """The public base URL recorded in the data folder, if any."""
+    try:
+        text = (Path(data_dir) / BASE_URL_FILE).read_text().strip()
+    except OSError:
+        return None
+    return text or None
+
+
+def check_base_url(url: str) -> str:
+    """``https://caveat.example.org`` or ``http://host:port/prefix``, without a trailing slash; ValueError otherwise."""
+    text = (url or "").strip().rstrip("/")
+    scheme, sep, rest = text.partition("://")
+    if scheme.lower() not in ("http", "https") or not sep or not rest or rest.startswith("/") \
+            or any(c in text for c in "?# \t\r\n"):
+        raise ValueError(f"{url!r} is not a public base URL: give scheme and host, e.g. https://caveat.example.org "
+                         "or http://127.0.0.1:8000")
+    return text
+
+
+def record_base_url(data_dir: Path, url: str) -> str:
+    """Record the public base URL in the data folder (where every later command reads it)."""
+    text = check_base_url(url)
+    (Path(data_dir) / BASE_URL_FILE).write_text(text + "\n")
+    return text

@@ -104,6 +104,8 @@ class Source(Base):
     last_modified: Mapped[str | None] = mapped_column(Text)
     failures: Mapped[int] = mapped_column(Integer, default=0, server_default="0", nullable=False)
     vanished_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
+    # Columns naming a row's identity on an unusual board (`caveat source add --key COL`); None: the usual fields.
+    key_columns: Mapped[list | None] = mapped_column(JSON)
 
     __table_args__ = (Index("ix_sources_due", "next_crawl_at"),)
 

@@ -31,6 +31,7 @@ _STEADY_ROW = re.compile(r"steady[\s-]*state", re.I)
 
 _LIST = re.compile(r"((?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})(?:\s*/\s*(?:(?:C|c|bs|BS)?\d+[kK]?|[A-Za-z][\w.-]{0,12})){1,15})")
 _INT = re.compile(r"^\d{1,5}$")
+_RANK_HEAD = re.compile(r"(?i)^(?:#|no\.?|nr\.?|rank(?:ing)?|pos\.?|position|place|index|idx)$")
 _NOT_SPEED_HEADER = re.compile(r"(?i)size|param|cost|price|\$|mem|vram|\bgb\b|gib|ngl|layers|^#|rank|^id$|year|date|"
                                r"ctx|context|len(?:gth)?|tokens$|^n$|count|score|acc|ppl|perplex|loss|bpw|bits|temp|"
                                r"top[-_ ]?[pk]|min|p-min|max|ratio|%|watt|power|time|latency|ms$|sec|duration|"
@@ -298,7 +299,8 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
     if sized is not None and sized not in tps:
         cols[sized] = Column(cols[sized].header, field="model")
     field_cols = {j for j, c in enumerate(cols) if c.field and j not in tps}
-    extra_cols = [j for j, c in enumerate(cols) if c.role == "extra" and j not in tps and j > 0 and H[j].strip()]
+    rank0 = bool(H) and bool(_RANK_HEAD.match(H[0].strip(" *")))    # "| # | Model |": a rank, never the label
+    extra_cols = [j for j, c in enumerate(cols) if c.role == "extra" and j not in tps and (j > 0 or rank0) and H[j].strip()]
     has = {cols[j].field for j in field_cols}
     size_col = next((j for j, h in enumerate(H) if re.fullmatch(r"(?i)(?:size|params|parameters|model\s*size)(?:\s*\((?:b|billions?)\))?",
                                                                  h.strip())
@@ -330,7 +332,7 @@ def _read_entry_rows(tbl, H, rows, caption, heading, ctx_unit, seen) -> list[Dra
                         steady = (rng, row[j])
                         break
             continue
-        label_cell = row[0] if row and 0 not in tps else None
+        label_cell = row[0] if row and 0 not in tps and not rank0 else None
         for j in tps:
             if j >= len(row):
                 continue

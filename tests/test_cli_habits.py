@@ -88,11 +88,11 @@ def test_measurement_list_and_remove(cli, db):
     assert cli("measurement", "list", "r-nope").exit_code == 1
 
 
-def test_json_errors_and_empty_listings_exit_non_zero(cli, db):
+def test_json_errors_exit_non_zero_and_an_empty_json_listing_is_a_success(cli, db):
     r = cli("source", "list")
     assert r.exit_code == 1 and "caveat source add" in r.output
-    r = cli("source", "list", "--json")
-    assert r.exit_code == 1 and json.loads(r.stdout) == {"ok": False, "count": 0, "sources": []}
+    r = cli("source", "list", "--json")     # issue 29: an empty list is a success (set -e scripts)
+    assert r.exit_code == 0 and json.loads(r.stdout) == {"ok": True, "count": 0, "sources": []}
     r = cli("quote", "no-such-model", "--json")
     err = json.loads(r.stdout)
     assert r.exit_code == 1 and err["ok"] is False and err["status"] == 404 and "No recipe matches" in err["error"]

@@ -424,12 +424,19 @@ def test_server_killed_mid_stream_keeps_only_what_finished(backend_settings, bcl
         assert check.returncode == 0, check.stdout + check.stderr
 
 
-def test_ctrl_c_stops_cleanly_and_stores_nothing(settings, tmp_path):
+def _ignore_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
+@pytest.mark.parametrize("background", [False, True], ids=["foreground", "background-sigint-ignored"])
+def test_ctrl_c_stops_cleanly_and_stores_nothing(settings, tmp_path, background):
+    """``background``: started as a shell starts a job with ``&`` (SIGINT ignored), as `make test &` does."""
     env = dict(os.environ, CAVEAT_DATA_DIR=str(settings.data_dir), CAVEAT_DATABASE_URL=settings.database_url)
     with OpenAIServer(Behaviour(rate=20)) as srv:
         proc = subprocess.Popen([sys.executable, "-c", "from app.cli import main; main()", "measure", "--endpoint", srv.url, "--model",
                                  "test-model", "--prompts", "4", "--max-tokens", "200"], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                preexec_fn=_ignore_sigint if background else None)
         deadline = time.monotonic() + 30
         while len(srv.requests) < 2 and time.monotonic() < deadline:  # the first finished, the second streams
             time.sleep(0.05)

@@ -73,13 +73,13 @@ def utc_iso(when: datetime | None) -> str | None:
 
 
 def measurement_url(settings: Settings, measurement_id: int) -> str:
-    return f"{settings.base_url}/api/measurements/{measurement_id}"
+    return citations.absolute(settings, f"/api/measurements/{measurement_id}")
 
 
 def _absolute(settings: Settings, ref):
     """A stored citation made a full URL: host-free references (``/c/...``) get the base URL."""
     if isinstance(ref, str) and ref.startswith("/") and not ref.startswith("//"):
-        return f"{settings.base_url}{ref}"
+        return citations.absolute(settings, ref)
     return ref
 
 
@@ -202,7 +202,7 @@ def evidence_url(settings: Settings | None, m: Measurement) -> str | None:
     """The citation page of a measurement Caveat made itself (``/c/{id}``); None for a typed-in one."""
     if not m.citation_id:
         return None
-    return f"{settings.base_url if settings is not None else ''}/c/{m.citation_id}"
+    return citations.absolute(settings, f"/c/{m.citation_id}") if settings is not None else f"/c/{m.citation_id}"
 
 
 def reference(m: Measurement, settings: Settings) -> dict:

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import String, bindparam, cast, func, or_, select, text
+from sqlalchemy import String, bindparam, cast, exists, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from app.config import Settings
 from app.errors import BadRequest, NotFound
-from app.models import Recipe
+from app.models import Entry, Recipe
 from app.audit.answer import (  # noqa: F401  (re-exported: quotable.<name> is the public face)
     phase_of, utc_iso, measurement_url, _absolute, _absolute_evidence, _describes, _measurement_used, _recipe_loaded, _stamp, recipe_answer, DESCRIBES, FIELDS, MAX_LIST, NOT_DECODE, _TEST_PHASE,
 )
@@ -96,7 +96,7 @@ def list_quotable(session: Session, settings: Settings, *, model: str | None = N
         raise BadRequest(f"limit must be between 1 and {MAX_LIST}.")
     if offset < 0:
         raise BadRequest("offset must be 0 or more.")
-    query = select(Recipe)
+    query = select(Recipe).where(_has_entries())
     for col, value in ((Recipe.model, model), (Recipe.hardware, hardware), (Recipe.engine, engine)):
         if value:
             query = query.where(func.lower(col) == value.strip().lower())
@@ -107,6 +107,12 @@ def list_quotable(session: Session, settings: Settings, *, model: str | None = N
                                    .limit(limit).offset(offset)))
     _ensure(session, settings, recipes)
     return [r.quotable for r in recipes], total
+
+
+def _has_entries():
+    """A recipe some entry still belongs to: one left behind when its rows were re-keyed (a rank label
+    dropped) is never listed nor counted."""
+    return exists().where(Entry.recipe_id == Recipe.recipe_id)
 
 
 def _haystack():
@@ -123,7 +129,7 @@ def find(session: Session, settings: Settings, query: str, limit: int = 20) -> l
         recipe = _recipe(session, query)
         return [(recipe, get_quotable(session, settings, recipe.recipe_id))]
     hay = _haystack()
-    q = select(Recipe)
+    q = select(Recipe).where(_has_entries())
     for word in query.lower().split():
         q = q.where(or_(hay.contains(word, autoescape=True)))
     recipes = list(session.scalars(q.order_by(Recipe.model, Recipe.recipe_id).limit(limit)))

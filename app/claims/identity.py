@@ -140,6 +140,33 @@ def normalise(name: str, value: Any) -> Any:
     return norm_number(value)
 
 
+# A row's rank, position or index ("1", "#2", "3.", "4th") is never part of its identity: it changes when
+# another row moves. Columns headed like this stay out of keys too (unless named with `source add --key`).
+_ORDINAL = re.compile(r"^\s*(?:#|no\.?\s*|nr\.?\s*)?\d{1,5}(?:\.|st|nd|rd|th)?\s*$", re.I)
+RANK_HEADER = re.compile(r"^\s*(?:#|no\.?|nr\.?|rank(?:ing)?|pos\.?|position|place|index|idx|row)\s*$", re.I)
+
+
+def ordinal_label(value: Any) -> bool:
+    """A label that is only a rank or position number."""
+    return value is not None and bool(_ORDINAL.match(str(value)))
+
+
+def key_values(fields: dict, key_columns: Iterable[str] | None) -> dict:
+    """The values of the columns a source names as its rows' identity (``caveat source add --key COL``),
+    looked up by header (any case) among the row's other columns, or by field name."""
+    if not key_columns:
+        return {}
+    extra = {str(k).strip().lower(): v for k, v in (fields.get("_extra") or {}).items()}
+    out = {}
+    for col in key_columns:
+        name = str(col).strip().lower()
+        value = extra.get(name, fields.get(name))
+        if value is None and (name == "label" or RANK_HEADER.match(name)):
+            value = fields.get("label")     # a first column read as the row's label
+        out[f"k_{name}"] = norm_text(value)
+    return out
+
+
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), default=str)
 
 
@@ -148,17 +175,23 @@ def _digest(payload: dict) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def identity_of(fields: dict) -> str:
-    """The ordinal-free identity hash of one parsed row."""
-    return _digest({k: normalise(k, fields.get(k)) for k in IDENTITY_FIELDS})
+def identity_of(fields: dict, key_columns: Iterable[str] | None = None) -> str:
+    """The ordinal-free identity hash of one parsed row (a rank label left out; the source's key
+    columns, when it names some, added)."""
+    ident = {k: normalise(k, fields.get(k)) for k in IDENTITY_FIELDS}
+    if ordinal_label(fields.get("label")):
+        ident["label"] = None
+    ident.update(key_values(fields, key_columns))
+    return _digest(ident)
 
 
-def entry_keys(rows: Iterable[dict]) -> list[str]:
+def entry_keys(rows: Iterable[dict], key_columns: Iterable[str] | None = None) -> list[str]:
     """``entry_key`` for each row, in page order: identity hash (32 hex) + ``:`` + ordinal."""
     seen: dict[str, int] = {}
     keys = []
+    key_columns = list(key_columns or ())
     for fields in rows:
-        ident = identity_of(fields)[:32]
+        ident = identity_of(fields, key_columns)[:32]
         n = seen.get(ident, 0)
         seen[ident] = n + 1
         keys.append(f"{ident}:{n}")
@@ -218,10 +251,12 @@ def _recipe_label(fields: dict) -> str | None:
     return text or None
 
 
-def recipe_key(fields: dict) -> dict | None:
+def recipe_key(fields: dict, key_columns: Iterable[str] | None = None) -> dict | None:
     """The normalised configuration of a row, or None when it names neither model nor hardware."""
     key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS + SCOPE_FIELDS}
-    if key.get("label") and (not _scenario_label(str(fields.get("label"))) or _column_name(fields)):
+    if ordinal_label(fields.get("label")):
+        key["label"] = None     # a rank or position: which row it is today, not what was run
+    elif key.get("label") and (not _scenario_label(str(fields.get("label"))) or _column_name(fields)):
         key["label"] = None  # a sentence of prose, or the column's workload: not a row's configuration
     elif key.get("label"):
         key["label"] = _recipe_label(fields)
@@ -242,6 +277,7 @@ def recipe_key(fields: dict) -> dict | None:
         if n not in ("workload", "peak") and (_PARAM.match(n) or n in _PARAM_WORDS) and \
                 (n in _PARAM_WORDS or not _NOT_PARAM.search(n)) and len(v) <= 32 and "://" not in v and f"x_{n}" not in key and isinstance(value, (str, int, float)):
             key[f"x_{n}"] = norm_number(value)
+    key.update(key_values(fields, key_columns))
     return {k: v for k, v in key.items() if v is not None}
 
 

@@ -40,12 +40,27 @@ def check_kind(kind: str | None) -> str | None:
     return k
 
 
-def add_source(session: Session, name: str, url: str, kind: str | None = None, *, browser: bool = False) -> Source:
+def check_key_columns(columns) -> list[str] | None:
+    """``--key`` column names: stripped, unique, in order; None when none is named."""
+    out = []
+    for col in columns or ():
+        c = " ".join(str(col).split())
+        if not c or len(c) > 100:
+            raise BadRequest(f"A key column is a column's header of 1 to 100 characters, not {col!r} "
+                             "(e.g. --key Submission).")
+        if c.lower() not in [o.lower() for o in out]:
+            out.append(c)
+    return out or None
+
+
+def add_source(session: Session, name: str, url: str, kind: str | None = None, *, browser: bool = False,
+               key_columns=None) -> Source:
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise BadRequest("A source needs a name of 1 to 200 characters, e.g. `caveat source add localmaxxing URL`.")
     url = _check_url(url)
     kind = check_kind(kind)
+    key_columns = check_key_columns(key_columns)
     existing = session.scalar(select(Source).where(Source.name == name))
     if existing is not None and existing.removed_at is None:
         raise Conflict(f"A source named {name!r} already exists ({existing.url}). Pick another name, or "
@@ -53,9 +68,10 @@ def add_source(session: Session, name: str, url: str, kind: str | None = None, *
     if existing is not None:  # re-adding a removed source keeps its history
         existing.url, existing.kind, existing.kind_guessed, existing.removed_at = url, kind, False, None
         existing.browser = bool(browser)
+        existing.key_columns = key_columns
         session.flush()
         return existing
-    src = Source(name=name, url=url, kind=kind, kind_guessed=False, browser=bool(browser))
+    src = Source(name=name, url=url, kind=kind, kind_guessed=False, browser=bool(browser), key_columns=key_columns)
     session.add(src)
     session.flush()
     return src
@@ -98,6 +114,7 @@ def source_json(session: Session, src: Source) -> dict:
         "kind": src.kind,
         "kind_guessed": src.kind_guessed,
         "browser": bool(src.browser),
+        "key_columns": list(src.key_columns or []),
         "created_at": src.created_at.isoformat() if src.created_at else None,
         "removed": src.removed_at is not None,
         "last_crawl_at": src.last_crawl_at.isoformat() if src.last_crawl_at else None,

@@ -237,8 +237,11 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     parser = parser or f"{result.kind}"
     now = utcnow()
     cleaned = [_clean(pe.fields) for pe in result.entries]
-    # an entry's identity is the parser's reading, so a corrected field keeps the entry (and its id)
-    keys = entry_keys([_clean(f) for f in applied.identity] if applied else cleaned)
+    # an entry's identity is the parser's reading, so a corrected field keeps the entry (and its id); a board's
+    # own key columns (`caveat source add --key`) and the cells no field took take part in it
+    key_columns = list(getattr(source, "key_columns", None) or ())
+    identity = [_clean(f) for f in applied.identity] if applied else cleaned
+    keys = entry_keys([{**flds, "_extra": pe.extra or {}} for flds, pe in zip(identity, result.entries)], key_columns)
     reviewed = applied.reviewed if applied else {}
     seen_ids: list[int] = []
 
@@ -250,7 +253,7 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             key, pe, flds = keys[i], result.entries[i], cleaned[i]
             warnings = list(pe.warnings)
             cols = denormalised(flds, warnings)
-            rkey = recipe_key({**flds, "_extra": pe.extra or {}})
+            rkey = recipe_key({**flds, "_extra": pe.extra or {}}, key_columns)
             rid = recipe_id_for(rkey) if rkey else None
             if rid and rid not in recipes:
                 recipes[rid] = (rkey, cols)

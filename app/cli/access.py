@@ -9,6 +9,7 @@ import click
 
 from app.cli.group import main
 from app.audit.access import change_access
+from app.replay.links import known_base
 import json
 import sys
 from sqlalchemy import select
@@ -30,9 +31,10 @@ def _actor(by: str | None) -> str:
 
 def _run(obj, action: str, citation_id: str, reason: str, by: str | None) -> None:
     event = change_access(obj.database(), citation_id, action, reason, actor=_actor(by))
-    base = obj.settings.base_url.rstrip("/")
+    base = known_base(obj.settings)
+    where = f"{base}/c/{event['citation_id']}" if base else f"/c/{event['citation_id']}"
     click.echo(f"{event['citation_id']}: {event['state']} ({event['action']} by {event['actor']}: {event['reason']})")
-    click.echo(f"  {base}/c/{event['citation_id']} now answers "
+    click.echo(f"  {where} now answers "
                + {"withdrawn": "410 Gone with its tombstone", "restricted": "403 (kept, not shown)",
                   "public": "200 again"}[event["state"]])
 

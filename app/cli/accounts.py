@@ -52,7 +52,7 @@ def user_add(obj: CliContext, username: str, password_stdin: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, users}.")
 @click.pass_obj
 def user_list(obj: CliContext, as_json: bool) -> None:
-    """List reviewer accounts: name, state, live tokens, decisions. Exit code 1 when there are none.
+    """List reviewer accounts: name, state, live tokens, decisions. Exit code 1 when there are none (with --json: an empty list, ok, exit 0).
 
     \b
     Example:
@@ -62,9 +62,7 @@ def user_list(obj: CliContext, as_json: bool) -> None:
     with obj.session() as s:
         rows = auth.list_users(s)
     if as_json:
-        emit({"count": len(rows), "users": rows}, ok=bool(rows))
-        if not rows:
-            sys.exit(1)
+        emit({"count": len(rows), "users": rows})     # an empty list is a success (set -e scripts)
         return
     if not rows:
         raise NotFound("No reviewer accounts yet; create one with `caveat user add NAME`.")
@@ -161,16 +159,22 @@ def token() -> None:
               help="Comma-separated scopes: read, decide (flag decisions), measure (record measurements), "
                    "admin (mint tokens through the API, never wider or longer-lived than the admin token).")
 @click.option("--days", type=int, default=90, show_default=True, help="Days until the token expires (1-366).")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, user, name, scopes, days, token} (the token once).")
 @click.pass_obj
-def token_create(obj: CliContext, username: str, name: str, scopes: str, days: int) -> None:
+def token_create(obj: CliContext, username: str, name: str, scopes: str, days: int, as_json: bool = False) -> None:
     """Create an API token for USERNAME and print it once; only its hash is stored.
 
     \b
     Example:
       caveat token create alice --name importer --scope read,measure --days 30
     """
+    json_mode(as_json)
     with obj.session() as s:
         plaintext = auth.create_token(s, username, name, scopes, days)
+    if as_json:
+        emit({"user": username, "name": name, "scopes": scopes.split(","), "days": days, "token": plaintext})
+        click.echo("(shown once; store it now)", err=True)
+        return
     click.echo(plaintext)
     click.echo("(shown once; store it now)", err=True)
 
@@ -200,9 +204,7 @@ def token_list(obj: CliContext, username: str | None, as_json: bool) -> None:
                 {"id": t.id, "user": u, "name": t.name, "scopes": t.scopes.split(","), "created_at": t.created_at,
                  "expires_at": t.expires_at, "last_used_at": t.last_used_at, "state": auth.token_state(t),
                  "parent": names.get(t.parent_id)}
-                for t, u in rows]}, ok=bool(rows))
-            if not rows:
-                sys.exit(1)
+                for t, u in rows]})
             return
         if not rows:
             raise NotFound("No API tokens" + (f" for {username}" if username else "") +

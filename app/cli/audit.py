@@ -189,7 +189,7 @@ def measurement_add(obj: CliContext, recipe_id: str, tps: float, non_repeating: 
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, total, measurements} as GET /api/measurements.")
 @click.pass_obj
 def measurement_list(obj: CliContext, recipe_id: str | None, as_json: bool) -> None:
-    """List recorded measurements (of RECIPE_ID, or all), oldest first. Exit code 1 when there are none.
+    """List recorded measurements (of RECIPE_ID, or all), oldest first. Exit code 1 when there are none (with --json: an empty list, ok, exit 0).
 
     \b
     Example:
@@ -200,9 +200,7 @@ def measurement_list(obj: CliContext, recipe_id: str | None, as_json: bool) -> N
         rows, total = measurements.list_measurements(s, obj.settings, recipe_id=recipe_id,
                                                      limit=measurements.MAX_LIST)
     if as_json:
-        emit({"count": len(rows), "total": total, "measurements": rows}, ok=bool(rows))
-        if not rows:
-            raise SystemExit(1)
+        emit({"count": len(rows), "total": total, "measurements": rows})
         return
     if not rows:
         raise NotFound("No measurements recorded" + (f" for {recipe_id}" if recipe_id else "") +

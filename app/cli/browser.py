@@ -25,7 +25,7 @@ def _line(r) -> str:
 
 def _json(r) -> dict:
     return {"url": r.url, "final_url": r.final_url, "status": r.status, "size": r.size,
-            "snapshot": r.citation_id, "document": r.document.citation_id if r.document is not None else None,
+            "citation_id": r.citation_id, "snapshot": r.citation_id, "document": r.document.citation_id if r.document is not None else None,
             "screenshot": r.screenshot.citation_id if r.screenshot is not None else None,
             "pageinfo": r.pageinfo.citation_id if r.pageinfo is not None else None,
             "responses": len(r.responses), "requests": r.requests, "loaded": r.loaded,

@@ -32,7 +32,8 @@ def _result_line(r) -> str:
 
 def _result_json(r) -> dict:
     return {"url": r.url, "final_url": r.final_url, "status": r.status, "size": r.size,
-            "snapshot": r.citation_id if not r.error else None,
+            "citation_id": r.citation_id if not r.error else None,
+            "snapshot": r.citation_id if not r.error else None,     # the older name, kept for scripts
             "revisit": r.snapshot is not None and r.snapshot.record_type == "revisit", "error": r.error}
 
 

@@ -42,23 +42,32 @@ def source() -> None:
               help="Re-crawl on a schedule: 30m, 6h, 1d, 1h30m (workers or `caveat serve` run it; docs/watch.md).")
 @click.option("--browser", is_flag=True, help="Crawl it with Chromium (a JavaScript-rendered page): the rendered "
               "DOM is parsed and cited.")
+@click.option("--key", "keys", multiple=True, metavar="COLUMN",
+              help="A column (its header) that tells one row from another on an unusual board; repeatable. "
+                   "Left out: model, hardware, engine and the like, never a rank, # or position column.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, source} as POST /api/sources does.")
 @click.pass_obj
 def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None,
-               browser: bool = False) -> None:
+               browser: bool = False, keys: tuple[str, ...] = (), as_json: bool = False) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
 
     \b
     Example:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
     """
+    json_mode(as_json)
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
-        src = add_source(s, name, url, kind, browser=browser)
+        src = add_source(s, name, url, kind, browser=browser, key_columns=keys)
         if seconds is not None:
             set_schedule(s, src, seconds)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
         how += ", captured with the browser" if src.browser else ""
+        how += f", rows keyed by {', '.join(src.key_columns)}" if src.key_columns else ""
         when = f", every {format_every(seconds)}" if seconds else ""
+        if as_json:
+            emit({"source": source_json(s, src)})
+            return
         click.echo(f"added source {src.name}: {src.url} ({how}{when})")
 
 
@@ -66,7 +75,7 @@ def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: st
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, sources} as GET /api/sources does.")
 @click.pass_obj
 def source_list(obj: CliContext, as_json: bool) -> None:
-    """List the sources with their kind and last crawl. Exit code 1 when there are none.
+    """List the sources with their kind and last crawl. Exit code 1 when there are none (with --json: an empty list, ok, exit 0).
 
     \b
     Example:
@@ -76,9 +85,7 @@ def source_list(obj: CliContext, as_json: bool) -> None:
     with obj.session() as s:
         rows = list_sources(s)
         if as_json:
-            emit({"count": len(rows), "sources": [source_json(s, src) for src in rows]}, ok=bool(rows))
-            if not rows:
-                sys.exit(1)
+            emit({"count": len(rows), "sources": [source_json(s, src) for src in rows]})
             return
         if not rows:
             raise NotFound("No sources yet: `caveat source add NAME URL` adds one.")
@@ -239,8 +246,9 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
 
 @main.command("reparse")
 @click.option("--source", "name", default=None, help="Only this source (default: every source).")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, count, reports} (one report per source).")
 @click.pass_obj
-def reparse_cmd(obj: CliContext, name: str | None) -> None:
+def reparse_cmd(obj: CliContext, name: str | None, as_json: bool = False) -> None:
     """Run the parsers again over every archived snapshot, in time order, without fetching anything.
 
     A new entry version is written only where the result differs from what the entry held at that
@@ -250,10 +258,15 @@ def reparse_cmd(obj: CliContext, name: str | None) -> None:
     Example:
       caveat reparse --source localmaxxing
     """
+    json_mode(as_json)
     db = obj.database()
     sources = crawl_service.select_sources(db, [name] if name else None)
     display = _Display(len(sources), "reparse")
     reports = [crawl_service.reparse_one(db, obj.settings, src, display) for src in sources]
+    if as_json:
+        failed = any(r.failed for r in reports)
+        emit({"count": len(reports), "reports": [report_json(r) for r in reports]}, ok=not failed)
+        sys.exit(1 if failed else 0)
     _summary(reports, "reparse")
     if any(r.failed for r in reports):
         sys.exit(1)

@@ -9,15 +9,16 @@ import time
 
 import click
 
-from app.cli.group import main
+from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
-from app.config import Settings
+from app.config import Settings, check_base_url, record_base_url, recorded_base_url
+from app.replay.links import known_base
 from app.storage.tlog import ensure_signing_key
 from app.storage.indexing import unindexed_files
 from app.rebuild.reindex import NOT_RESTORED, reindex_all
 import errno
 import socket
-from app.errors import Conflict
+from app.errors import BadRequest, Conflict, NotFound
 from app.storage.dbcopy import copy_database
 from app.watch.worker import Scheduler
 from app.watch.hooks import hook_key_path, seal_plaintext_secrets
@@ -29,8 +30,13 @@ from app.main import create_app
               help="When the data folder holds WARC records the database has no rows for (a lost, replaced or "
                    "restored database), rebuild the index from them (`caveat reindex`). Default: ask on a "
                    "terminal, otherwise only say so.")
+@click.option("--base-url", default=None, metavar="URL",
+              help="Record the public base URL citation links are minted with (e.g. https://caveat.example.org); "
+                   "change it later with `caveat config base-url URL`.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, database, migrated_from, revision, data_dir, "
+              "base_url, signing_key_made, unindexed_files, reindexed}; messages go to stderr.")
 @click.pass_obj
-def init(obj: CliContext, do_reindex: bool | None) -> None:
+def init(obj: CliContext, do_reindex: bool | None, base_url: str | None = None, as_json: bool = False) -> None:
     """Create the data folder and bring the database to the latest migration.
 
     Safe to run again: it only applies migrations that are missing. If the WARC folder holds records
@@ -41,54 +47,77 @@ def init(obj: CliContext, do_reindex: bool | None) -> None:
       CAVEAT_DATA_DIR=./data caveat init
       CAVEAT_DATABASE_URL=postgresql+psycopg2://postgres@127.0.0.1/caveat caveat init --reindex
     """
+    json_mode(as_json)
+
+    def say(line: str) -> None:
+        click.echo(line, err=as_json)     # with --json only the answer is on stdout
+
     s = obj.settings
+    if base_url is not None:
+        base_url = _checked(base_url)     # a bad URL fails before anything is made
     s.data_dir.mkdir(parents=True, exist_ok=True)
     s.warc_dir.mkdir(parents=True, exist_ok=True)
     s.index_dir.mkdir(parents=True, exist_ok=True)
-    db = obj.database(migrated=False)
+    db = obj.database(migrated=False, create=True)
     before = db.current_revision()
     db.upgrade()
     after = db.current_revision()
     if before == after:
-        click.echo(f"database {db.safe_url()} already at {after}")
+        say(f"database {db.safe_url()} already at {after}")
     else:
-        click.echo(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
-    click.echo(f"data folder {s.data_dir.resolve()}")
+        say(f"database {db.safe_url()} migrated {before or 'empty'} -> {after}")
+    say(f"data folder {s.data_dir.resolve()}")
+    if base_url is not None:
+        s.base_url = record_base_url(s.data_dir, base_url)
+    base = known_base(s)
+    say(f"public base URL {base}" if base else "public base URL not recorded yet: the first `caveat serve` "
+        "records its address, or `caveat config base-url URL` (until then the CLI prints citation ids)")
 
-    if ensure_signing_key(s):  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
-        click.echo(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
-    _seal_hook_secrets(db)
-
+    made = ensure_signing_key(s)
+    if made:  # signs WACZ exports and the tamper-evident log's tree heads (issue 13)
+        say(f"signing key made: {s.data_dir.resolve() / 'signing_key.pem'} (keep it private; back it up)")
+    _seal_hook_secrets(db, err=as_json)
+    answer = {"database": db.safe_url(), "migrated_from": before, "revision": after,
+              "data_dir": str(s.data_dir.resolve()), "base_url": base, "signing_key_made": bool(made),
+              "unindexed_files": [], "reindexed": None}
     behind = unindexed_files(db)
-    if not behind:
-        return
-    click.echo(f"{len(behind)} WARC file(s) in {s.warc_dir} hold records this database does not index "
-               f"({', '.join(p.name for p in behind[:3])}{', ...' if len(behind) > 3 else ''}).")
-    if do_reindex is None and sys.stdin.isatty():
-        do_reindex = click.confirm("Rebuild the index from them now (caveat reindex)?", default=True)
-    if do_reindex:
-        _run_reindex(db, reparse=True)
-    else:
-        click.echo("Run `caveat reindex` to index them (nothing is lost until then: the next capture indexes "
-                   "the newest file's records too).")
+    if behind:
+        answer["unindexed_files"] = [p.name for p in behind]
+        say(f"{len(behind)} WARC file(s) in {s.warc_dir} hold records this database does not index "
+            f"({', '.join(p.name for p in behind[:3])}{', ...' if len(behind) > 3 else ''}).")
+        if do_reindex is None and sys.stdin.isatty() and not as_json:
+            do_reindex = click.confirm("Rebuild the index from them now (caveat reindex)?", default=True)
+        if do_reindex:
+            answer["reindexed"] = _run_reindex(db, reparse=True, quiet=as_json)
+        else:
+            say("Run `caveat reindex` to index them (nothing is lost until then: the next capture indexes "
+                "the newest file's records too).")
+    if as_json:
+        emit(answer)
 
 
-def _run_reindex(db, *, reparse: bool) -> None:
+def _run_reindex(db, *, reparse: bool, quiet: bool = False) -> dict:
+    """Reindex, saying what was done (on stderr when ``quiet``: a --json command); returns the summary."""
     started = time.monotonic()
     report = reindex_all(db, progress=lambda m: click.echo(m, err=True), reparse=reparse)
     for line in report.problems:
         click.echo(f"problem: {line}", err=True)
     if report.sources:
-        click.echo(f"sources recreated from the WARC files: {', '.join(report.sources)}")
-    click.echo(f"reindexed {report.indexed:,} record(s) from {len(report.files)} WARC file(s) "
-               f"in {time.monotonic() - started:.1f} s")
-    click.echo(NOT_RESTORED)
+        click.echo(f"sources recreated from the WARC files: {', '.join(report.sources)}", err=quiet)
+    seconds = round(time.monotonic() - started, 1)
+    click.echo(f"reindexed {report.indexed:,} record(s) from {len(report.files)} WARC file(s) in {seconds:.1f} s",
+               err=quiet)
+    click.echo(NOT_RESTORED, err=quiet)
+    return {"indexed": report.indexed, "files": [f.name for f in report.files], "sources": list(report.sources),
+            "problems": list(report.problems), "seconds": seconds}
 
 
 @main.command()
 @click.option("--no-reparse", is_flag=True, help="Only rebuild the archive index; do not re-derive entries.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, created_schema, indexed, files, sources, "
+              "problems, seconds}; progress goes to stderr.")
 @click.pass_obj
-def reindex(obj: CliContext, no_reparse: bool) -> None:
+def reindex(obj: CliContext, no_reparse: bool, as_json: bool = False) -> None:
     """Rebuild the archive index from the WARC files alone: snapshots, revisits, request records,
     citation ids (derived from record ids, so they come back the same), sources (from the metadata
     records crawls write), access changes, measurements, reviewers' corrections and decisions, and the
@@ -100,16 +129,31 @@ def reindex(obj: CliContext, no_reparse: bool) -> None:
     Example:
       caveat init && caveat reindex
     """
-    _run_reindex(obj.database(), reparse=not no_reparse)
+    json_mode(as_json)
+    s = obj.settings
+    if not s.data_dir.is_dir():
+        raise NotFound(f"No Caveat data folder at {s.data_dir.resolve()} (its WARC files are what a reindex reads): "
+                       "check CAVEAT_DATA_DIR.")
+    db = obj.database(migrated=False, create=True)
+    created = db.current_revision() is None
+    if created:     # a lost database: make the schema, then rebuild it from the WARC files
+        s.warc_dir.mkdir(parents=True, exist_ok=True)
+        s.index_dir.mkdir(parents=True, exist_ok=True)
+        db.upgrade()
+        click.echo(f"database {db.safe_url()} had no Caveat tables: created at {db.current_revision()}", err=True)
+    db.require_migrated()
+    done = _run_reindex(db, reparse=not no_reparse, quiet=as_json)
+    if as_json:
+        emit({"created_schema": created, **done})
 
 
-def _seal_hook_secrets(db) -> None:
+def _seal_hook_secrets(db, err: bool = False) -> None:
     """Webhook secrets stored in plaintext before they were sealed are sealed now (once)."""
     with db.session() as session:
         n = seal_plaintext_secrets(session, db.settings)
     if n:
         click.echo(f"sealed {n} webhook secret(s) with {hook_key_path(db.settings).resolve()} (keep it with "
-                   "the database's backups, separately)")
+                   "the database's backups, separately)", err=err)
 
 
 def serving_settings(settings: Settings, host: str, port: int) -> Settings:
@@ -141,6 +185,9 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
     sock = bind_or_explain(host, port)  # a taken port is one clear line, before any URL is printed
     port = sock.getsockname()[1]
     settings = serving_settings(obj.settings, host, port)
+    if "base_url" not in obj.settings.model_fields_set:   # the first serve records where it is reached
+        record_base_url(obj.settings.data_dir, settings.base_url)
+        click.echo(f"public base URL recorded: {settings.base_url} (change it: caveat config base-url URL)")
     click.echo(f"serving on http://{host}:{port}/")
     if workers > 1:
         sock.close()  # uvicorn's workers bind it again themselves
@@ -158,6 +205,54 @@ def serve(obj: CliContext, host: str | None, port: int | None, workers: int) -> 
         # itself, from CAVEAT_TRUSTED_PROXIES only (auth.client_address).
         server = uvicorn.Server(uvicorn.Config(application, log_level="warning", proxy_headers=False))
         server.run(sockets=[sock])
+
+
+def _checked(url: str) -> str:
+    try:
+        return check_base_url(url)
+    except ValueError as exc:
+        raise BadRequest(str(exc)) from None
+
+
+@main.group("config")
+def config_group() -> None:
+    """Settings recorded in the data folder.
+
+    \b
+    Example:
+      caveat config base-url https://caveat.example.org
+    """
+
+
+@config_group.command("base-url")
+@click.argument("url", required=False)
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, base_url, recorded}.")
+@click.pass_obj
+def config_base_url(obj: CliContext, url: str | None, as_json: bool) -> None:
+    """Show or record the public base URL every citation link is minted with (CLI, API, feeds, webhooks).
+    CAVEAT_BASE_URL, when set, wins over the recorded one.
+
+    \b
+    Example:
+      caveat config base-url https://caveat.example.org
+      caveat config base-url
+    """
+    json_mode(as_json)
+    s = obj.settings
+    if url is not None:
+        if not s.data_dir.is_dir():
+            raise NotFound(f"No data folder at {s.data_dir.resolve()}: run `caveat init` first.")
+        record_base_url(s.data_dir, _checked(url))
+    recorded = recorded_base_url(s.data_dir)
+    shown = os.environ.get("CAVEAT_BASE_URL") or recorded
+    if as_json:
+        emit({"base_url": shown, "recorded": recorded})
+    elif shown:
+        click.echo(shown + (" (CAVEAT_BASE_URL; recorded: " + str(recorded) + ")"
+                            if os.environ.get("CAVEAT_BASE_URL") and url is None else ""))
+    else:
+        click.echo("no public base URL recorded: `caveat config base-url URL` records one (the CLI prints "
+                   "citation ids until then)")
 
 
 def bind_or_explain(host: str, port: int):

@@ -4,7 +4,9 @@ every exchange and record the measurement (docs/measure.md)."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
+import threading
 
 import click
 
@@ -130,6 +132,10 @@ def measure(obj: CliContext, endpoint: str, model: str, recipe_id, n_prompts: in
         elif message.endswith("tokens") and "done" in message or "falling back" in message:
             click.echo(message, err=True)
 
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        # started in the background (`make test &`, nohup): the shell ignores SIGINT for it; Ctrl-C or
+        # `kill -INT` must still stop a run and keep what was measured (issue 29)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         outcome = execute(plan, progress=progress)
     except Interrupted as exc:

@@ -109,7 +109,7 @@ def hook_add(obj: CliContext, url: str, secret: str, cited_only: bool, as_json: 
 @click.option("--json", "as_json", is_flag=True, help="Print {ok, count, hooks}.")
 @click.pass_obj
 def hook_list(obj: CliContext, as_json: bool) -> None:
-    """List the hooks (never their secrets). Exit code 1 when there are none.
+    """List the hooks (never their secrets). Exit code 1 when there are none (with --json: an empty list, ok, exit 0).
 
     \b
     Example:
@@ -119,7 +119,8 @@ def hook_list(obj: CliContext, as_json: bool) -> None:
     with obj.session() as s:
         rows = [hook_json(h) for h in list_hooks(s)]
     if as_json:
-        emit({"count": len(rows), "hooks": rows}, ok=bool(rows))
+        emit({"count": len(rows), "hooks": rows})
+        return
     else:
         for h in rows:
             click.echo(f"{h['id']}\t{h['url']}" + ("\tcited only" if h["cited_only"] else ""))
@@ -187,7 +188,8 @@ def changes_cmd(obj: CliContext, source: str | None, kind: str | None, cited: bo
         rows, total = list_changes(s, obj.settings, source=source, kind=kind, cited=True if cited else None,
                                    limit=max(1, min(limit, 500)))
     if as_json:
-        emit({"count": len(rows), "total": total, "changes": rows}, ok=bool(rows))
+        emit({"count": len(rows), "total": total, "changes": rows})
+        return
     else:
         for ev in rows:
             click.echo(f"{ev['created_at']:%Y-%m-%d %H:%M}  {ev['kind']:<8} {'cited ' if ev['cited'] else ''}{title(ev)}")

@@ -297,7 +297,7 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
     snapshot_id = None
     try:
         progress("capture", report)
-        info = source_metadata(source.name, source.url, source.kind)
+        info = source_metadata(source.name, source.url, source.kind, getattr(source, "key_columns", None))
         if getattr(source, "browser", False):  # a JavaScript-rendered page: the DOM record is parsed (issue 16)
 
             with db.session() as s:

@@ -54,6 +54,16 @@ def public_base(settings: Settings) -> str:
     return (_REQUEST_ORIGIN.get() or settings.base_url).rstrip("/")
 
 
+def known_base(settings: Settings | None) -> str | None:
+    """The public base URL links may be minted with: given (``CAVEAT_BASE_URL``) or recorded in the data
+    folder, else the origin of the request being answered; None outside a request with neither (the CLI
+    then prints ids and host-free references, never a guessed ``http://127.0.0.1:8000``)."""
+    if settings is not None and "base_url" in settings.model_fields_set:
+        return settings.base_url.rstrip("/")
+    base = _REQUEST_ORIGIN.get()
+    return base.rstrip("/") if base else None
+
+
 def request_base() -> str | None:
     """The public base of the request being answered, if any (see :class:`RequestOrigin`)."""
     return _REQUEST_ORIGIN.get()
@@ -81,10 +91,8 @@ def absolute(settings: Settings | None, ref: str | None) -> str | None:
         if m is None:
             return ref
         ref = ref[m.end():]
-    if settings is None or "base_url" not in settings.model_fields_set:
-        base = request_base() or (settings or env_settings()).base_url
-        return base.rstrip("/") + ref
-    return public_base(settings) + ref
+    base = known_base(settings if settings is not None else env_settings())
+    return base + ref if base else ref     # no base known: the host-free reference, never a guessed host
 
 
 MAX_LIST = 500

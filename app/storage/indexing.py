@@ -14,6 +14,7 @@ nothing appends, repairs or imports while the index is rebuilt.
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,16 +32,28 @@ from archive.timestamps import bump, parse_ts17
 
 log = logging.getLogger("caveat.reindex")
 BATCH = 2000
-SOURCE_FIELDS = ("caveat-source", "caveat-source-url", "caveat-source-kind", "caveat-source-browser")
+SOURCE_FIELDS = ("caveat-source", "caveat-source-url", "caveat-source-kind", "caveat-source-browser",
+                 "caveat-source-keys")
 _COLUMNS = [c.key for c in Snapshot.__table__.columns if c.key != "id"]
 
 
-def source_metadata(name: str, url: str, kind: str | None) -> bytes:
-    """The block of the ``metadata`` record that ties a crawled response to its source."""
+def source_metadata(name: str, url: str, kind: str | None, key_columns: list[str] | None = None) -> bytes:
+    """The block of the ``metadata`` record that ties a crawled response to its source (its key columns
+    as a JSON list, when it names some)."""
     lines = [("caveat-source", name), ("caveat-source-url", url)]
     if kind:
         lines.append(("caveat-source-kind", kind))
+    if key_columns:
+        lines.append(("caveat-source-keys", json.dumps(list(key_columns))))
     return "".join(f"{k}: {str(v).replace(chr(13), ' ').replace(chr(10), ' ')}\r\n" for k, v in lines).encode()
+
+
+def _key_columns(text: str | None) -> list[str] | None:
+    try:
+        value = json.loads(text) if text else None
+    except ValueError:
+        return None
+    return [str(v) for v in value] if isinstance(value, list) and value else None
 
 
 @dataclass(frozen=True)
@@ -292,7 +305,8 @@ class Reindexer:
                 existing = s.scalar(select(Source).where(Source.name == name))
                 if existing is None:
                     existing = Source(name=name, url=meta["caveat-source-url"], kind=meta.get("caveat-source-kind"),
-                                      kind_guessed=False, browser=meta.get("caveat-source-browser") == "1")
+                                      kind_guessed=False, browser=meta.get("caveat-source-browser") == "1",
+                                      key_columns=_key_columns(meta.get("caveat-source-keys")))
                     s.add(existing)
                     s.flush()
                     self.created_sources.append(name)

@@ -20,6 +20,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
 from app.audit.engine import cite
+from app.claims.identity import RANK_HEADER
 from app.db import Database, chunked
 from app.errors import BadRequest
 from app.replay.citations import absolute, citation_path
@@ -51,7 +52,8 @@ def _entry_states(session: Session, source_id: int, only: set[int] | None = None
     versions = {}
     for part in chunked(version_ids):
         for v in session.execute(select(EntryVersion.id, EntryVersion.fields, EntryVersion.provenance,
-                                         EntryVersion.snapshot_id).where(EntryVersion.id.in_(part))):
+                                         EntryVersion.snapshot_id, EntryVersion.extra)
+                                 .where(EntryVersion.id.in_(part))):
             versions[v.id] = v
     flags: dict[int, list[str]] = {}
     ids = [r.id for r in rows]
@@ -74,11 +76,19 @@ def _entry_states(session: Session, source_id: int, only: set[int] | None = None
             "last_snapshot_id": r.last_snapshot_id,
             "provenance": dict(v.provenance or {}) if v is not None else {},
             "label": {"model": r.model, "hardware": r.hardware, "engine": r.engine},
-            "figures": {k: fields.get(k) for k in FIGURES if fields.get(k) is not None},
+            "figures": {k: fields.get(k) for k in FIGURES if fields.get(k) is not None} | _position(v),
             "flags": sorted(flags.get(r.id, [])),
             "quotable": answers.get(r.recipe_id, {"quotable_tps": None, "basis": None}),
         }
     return out
+
+
+def _position(version) -> dict:
+    """The row's rank or position on the board (a moved row is a change, never a new entry)."""
+    for name, value in ((version.extra or {}) if version is not None else {}).items():
+        if RANK_HEADER.match(str(name)) and value not in (None, ""):
+            return {"position": value}
+    return {}
 
 
 def _last_good(session: Session, source_id: int, before_id: int | None = None) -> int | None:
