@@ -51,7 +51,12 @@ def _show(result: dict, what: str, as_json: bool) -> None:
 
 @main.group()
 def entry() -> None:
-    """Correct what the reader made of a page: fix an entry's fields, add a figure it missed, reject one."""
+    """Correct what the reader made of a page: fix an entry's fields, add a figure it missed, reject one.
+
+    \b
+    Example:
+      caveat entry fix 12 --model Qwen3-32B --why "the row names the model, not the draft head"
+    """
 
 
 @entry.command("fix")
@@ -83,7 +88,12 @@ def fix(obj, entry_id: int, why: str, by: str | None, version: int | None, as_js
 @_JSON
 @click.pass_obj
 def reject(obj, entry_id: int, why: str, by: str | None, version: int | None, as_json: bool) -> None:
-    """Reject an entry as not a claim: it is left out of every later parse (marked gone)."""
+    """Reject an entry as not a claim: it is left out of every later parse (marked gone).
+
+    \b
+    Example:
+      caveat entry reject 12 --why "a price per token, not a speed"
+    """
     json_mode(as_json)
     result = review.reject_entry(obj.database(), obj.settings, entry_id, why, actor=_actor(by), version=version)
     _show(result, "rejected (not a claim)", as_json)
