@@ -22,6 +22,7 @@ from app.deps import get_session  # noqa: F401  (re-exported for old imports)
 from app.errors import CaveatError, Withheld
 from app.replay.citations import RequestOrigin
 from app.replay.wayback import ReplayOriginGuard
+from app.views.rendering import accepts_json
 from app.security import BoundedIntegers, SecurityHeaders
 from app.views.rendering import weblink
 from archive.surt import InvalidURL
@@ -36,8 +37,7 @@ def wants_json(request: Request) -> bool:
     path = request.url.path
     if path.startswith(MACHINE_PREFIXES) or path.endswith(".json"):
         return True
-    accept = request.headers.get("accept", "")
-    return "application/json" in accept and "text/html" not in accept
+    return accepts_json(request)
 
 
 def error_response(request: Request, status: int, message: str, detail: dict | None = None):

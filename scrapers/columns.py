@@ -164,6 +164,13 @@ _VERSION_RE = re.compile(r"^[\s:,]*(?:v|version\s*|ver\.?\s*)?(\d+(?:\.\d+)+[\w.
                          re.I)
 
 
+# A number with a unit after an engine's name is a setting, not its version: "ExLlamaV3 4.0bpw" (bits per
+# weight), "llama.cpp 4.5bit", "vLLM 0.9x", "SGLang 1.5GB".
+_UNIT = r"(?:bpw|bits?|-bit|gi?b|mi?b|x|×|%|w|tok/s|t/s)"
+_NOT_VERSION = re.compile(r"\d\s*" + _UNIT + r"$", re.I)
+_UNIT_AFTER = re.compile(r"\s*(?:bpw|bits?|-bit|gi?b|mi?b|%|tok/s|t/s)(?![\w/])", re.I)   # not "x 2", "w/ ..."
+
+
 def split_engine(text: str) -> tuple[str, str | None]:
     """"SGLang 0.5.4" -> ("SGLang", "0.5.4"); "vLLM v0.11.0" -> ("vLLM", "0.11.0"); "llama.cpp" -> (.., None);
     "1 `llama.cpp@51f311e0`" -> ("llama.cpp", None) (the commit is read by ``engine_at_commit``)."""
@@ -176,11 +183,11 @@ def split_engine(text: str) -> tuple[str, str | None]:
         tail = s[m.end():]
         v = _VERSION_RE.match(tail)
         name = ENGINE_ALIASES.get(m.group(1).lower(), m.group(1))
-        if v:
+        if v and not _NOT_VERSION.search(v.group(1)) and not _UNIT_AFTER.match(tail, v.end()):
             return name, v.group(1)
         return name, None
     parts = s.rsplit(None, 1)
-    if len(parts) == 2 and re.fullmatch(r"v?\d+(?:\.\d+)+[\w.+-]*", parts[1]):
+    if len(parts) == 2 and re.fullmatch(r"v?\d+(?:\.\d+)+[\w.+-]*", parts[1]) and not _NOT_VERSION.search(parts[1]):
         return parts[0], parts[1].lstrip("v")
     return s, None
 

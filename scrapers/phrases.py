@@ -42,6 +42,10 @@ _STEPS = _c(r"(?:--speculative[-_]num[-_]steps|\bspeculative[-_]num[-_]steps|\bn
 _MTP = _c(r"\bMTP(?:[-\s]?(?P<n>\d+)(?![\d.]))?\b")
 _SPEC = _c(r"\b(?P<m>EAGLE[-\s]?\d?|block[-_\s]draft|Medusa|lookahead\s+decoding|DFlash|suffix\s+decoding|"
            r"prompt[-\s]lookup(?:\s+decoding)?|draft[-\s]model)\b")
+# The draft width written right after the method: "EAGLE-3, 6 tokens", "Medusa (4 draft tokens)",
+# "EAGLE3 / 5 steps", "EAGLE-3 with k=6 tokens".
+_SPEC_WIDTH = _c(r"\s*(?:[,;:/(]\s*|with\s+|at\s+)?(?:k\s*=\s*)?(?P<n>\d{1,3})\s*(?:draft(?:ed)?\s+|speculative\s+)?"
+                 r"(?:tokens?|toks?|steps?)\b")
 _PROPOSER = _c(r"\b(?P<p>\d+-gram(?:\s+(?:cyclic|tiling|lookup|cache|replay))*|n-?gram)\b")
 _PAR = {
     "tp": _c(r"(?:--tensor[-_]parallel[-_]size|--tp[-_]size|--tp|-tp|\btensor[\s-]parallel(?:ism)?(?:\s+size)?|"
@@ -167,6 +171,9 @@ def extract(text: str | None, *, strict: bool = False) -> dict[str, tuple[object
         elif val.lower() in ("block draft",):
             val = "block draft"
         _put(out, "spec_method", val, raw)
+        w = _SPEC_WIDTH.match(text, m.end())
+        if w and "draft_tokens" not in out and 0 < int(w.group("n")) <= 64:
+            _put(out, "draft_tokens", int(w.group("n")), text[m.start():w.end()])
     if "gram" in low:
         m = _PROPOSER.search(text)
         if m:

@@ -143,6 +143,9 @@ class Builder:
         elif field in ("notes", "command"):
             self.put(field, t, t)
             self.phrases(t)
+        elif field == "spec_method" and "draft_tokens" in (st := phrases.extract(t)) and "spec_method" in st:
+            self.put("spec_method", *st["spec_method"])   # "EAGLE-3, 6 tokens": the method, then its draft width
+            self.put("draft_tokens", *st["draft_tokens"])
         elif kind is int:
             v = parse_tokens(t) if field in _INT_TOKENS else parse_int(t)
             if v is None:

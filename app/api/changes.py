@@ -24,6 +24,8 @@ from app.claims.sources import get_source
 from app.watch.worker import enqueue
 from app.watch.jobs import queue_for
 from app.watch.schedule import parse_every, schedule_json, set_schedule as set_
+from app.pages.changes import feed_created
+from app.views.changes import feed_page, wants_feed_page
 
 router = APIRouter(tags=["changes"])
 MAX_LIMIT = changes.MAX_LIMIT
@@ -128,13 +130,19 @@ def get_change(event_id: int, request: Request, session: Session = Depends(get_s
 def changes_feed(request: Request, source: str | None = Query(None), kind: str | None = Query(None),
                  cited: bool | None = Query(None), limit: int = Query(50, ge=1, le=changes.FEED_MAX),
                  session: Session = Depends(get_session)) -> Response:
-    """The newest events as Atom (at most 200; older ones are at /api/changes with offset)."""
+    """The newest events as Atom (at most 200; older ones are at /api/changes with offset); a browser
+    (asking for HTML, not a feed) gets them as a readable page instead (``app.views.changes``)."""
+    if wants_feed_page(request):
+        resp = feed_page(request, session)
+        resp.headers["Vary"] = "Accept"
+        return resp
     settings = request.app.state.settings
     rows, _ = changes.list_changes(session, settings, source=source, kind=kind, cited=cited, limit=limit)
     base = public_base(settings)
     self_url = base + request.url.path + (f"?{request.url.query}" if request.url.query else "")
-    return Response(changes.atom(settings, rows, self_url=self_url, base=base),
-                    media_type="application/atom+xml; charset=utf-8")
+    return Response(changes.atom(settings, rows, self_url=self_url, base=base,
+                                 created=None if rows else feed_created(session, settings)),
+                    media_type="application/atom+xml; charset=utf-8", headers={"Vary": "Accept"})
 
 
 def crawl_json(c: Crawl, name: str | None, job: str | None = None) -> dict:

@@ -27,6 +27,8 @@ from app.audit.answer import (  # noqa: F401  (re-exported: quotable.<name> is t
 )
 from app.audit.engine import audit_recipes
 from app.audit.rules import RULESET_VERSION
+from app.claims.identity import norm_token
+from scrapers.fields import PHASES, SCOPES
 
 def _recipe(session: Session, recipe_id: str) -> Recipe:
     recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
@@ -45,9 +47,26 @@ def _ensure(session: Session, settings: Settings, recipes: list[Recipe]) -> None
             r.quotable = empty_answer(r)
 
 
+# A recipe key holds normalised tokens ("40bpw", "peruser"), made to compare, never to show. A stale
+# recipe (no entries left, e.g. after a rebuild) is described by its stored names, the fixed
+# vocabularies a token maps back to, and numbers; any other field is left unsaid rather than misprinted.
+_VOCAB = {"phase": {norm_token(v): v for v in PHASES}, "scope": {norm_token(v): v for v in SCOPES}}
+_NUMBERS = ("concurrency",)
+
+
+def _shown(name: str, value):
+    if value is None:
+        return None
+    if name in _VOCAB:
+        return _VOCAB[name].get(str(value))
+    if name in _NUMBERS:
+        return value if isinstance(value, (int, float)) and not isinstance(value, bool) else None
+    return None
+
+
 def empty_answer(recipe: Recipe) -> dict:
     key = recipe.key or {}
-    described = {name: key.get(name) for name in DESCRIBES}
+    described = {name: _shown(name, key.get(name)) for name in DESCRIBES}
     described.update(model=recipe.model, hardware=recipe.hardware, gpu_count=recipe.gpu_count, engine=recipe.engine)
     return {"recipe_id": recipe.recipe_id, **described, "key": key, "quotable_tps": None, "basis": "none",
             "reason": "the recipe has no entries", "headline_tps": None, "inflation_ratio": None,

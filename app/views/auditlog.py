@@ -10,12 +10,13 @@ from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.pages.view_models import audit_log_page
-from app.views.rendering import render
+from app.views.rendering import accepts_json, render
 
 router = APIRouter(include_in_schema=False)
 
 
 def _view(request, session, user, before_id, offset, as_json):
+    as_json = as_json or accepts_json(request)
     data = audit_log_page(session, before_id, offset)
     if as_json and data["next"]:
         data["next"] = data["next"].replace("/audit-log?", "/audit-log.json?", 1)

@@ -19,7 +19,7 @@ from app.replay import withdrawal
 from app.audit import access
 from app.measure import evidence
 from urllib.parse import urlencode
-from app.views.rendering import make_local
+from app.views.rendering import accepts_json, make_local, ok_first
 
 router = APIRouter()
 
@@ -44,7 +44,7 @@ def tombstone_response(request: Request, session: Session, snap, *, as_json: boo
                        by=None):
     data = citations.tombstone(session, request.app.state.settings, snap, by)
     if as_json:
-        return JSONResponse(data, status_code=data["status"])
+        return JSONResponse(ok_first(data), status_code=data["status"], headers={"Vary": "Accept"})
     csrf = auth.csrf_token(request) if user is not None else None
     return _templates(request).TemplateResponse(
         request, "tombstone.html", {"c": data, "user": user, "csrf": csrf,
@@ -55,11 +55,11 @@ def tombstone_response(request: Request, session: Session, snap, *, as_json: boo
 def citation_page(typed: str, request: Request, q: str | None = None, prefix: str | None = None,
                   suffix: str | None = None, pos: str | None = None, session: Session = Depends(get_session),
                   user: User | None = Depends(auth.current_user)):
-    as_json = typed.endswith(".json")
-    raw = typed[:-5] if as_json else typed
+    raw = typed[:-5] if typed.endswith(".json") else typed
+    as_json = typed.endswith(".json") or accepts_json(request)
     cid = _canonical(raw)
     if cid != raw:
-        target = f"/c/{cid}{'.json' if as_json else ''}"
+        target = f"/c/{cid}{'.json' if typed.endswith('.json') else ''}"
         if request.url.query:
             target += "?" + request.url.query
         return RedirectResponse(target, status_code=301)
@@ -69,7 +69,7 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
     if measured is not None:
         data = evidence.page(session, settings, measured)
         if as_json:
-            return JSONResponse(data)
+            return JSONResponse(ok_first(data), headers={"Vary": "Accept"})
         return _templates(request).TemplateResponse(request, "measurement.html",
                                                     {"c": data, "json_href": f"/c/{cid}.json", "user": user})
     snap = citations.lookup_any(session, cid)   # withheld: its tombstone, below
@@ -84,7 +84,7 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
         data = citations.citation(session, settings, cid)
         template = "citation.html"
     if as_json:
-        return JSONResponse(data)
+        return JSONResponse(ok_first(data), headers={"Vary": "Accept"})
     json_href = f"/c/{cid}.json" + (f"?{request.url.query}" if request.url.query else "")
     csrf = auth.csrf_token(request) if user is not None else None
 

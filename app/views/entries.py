@@ -53,7 +53,7 @@ async def entry_decision(entry_id: int, request: Request, session: Session = Dep
         return done
 
     result = await run_in_threadpool(record)
-    return redirect(f"/entries/{entry_id}?decided={result['id']}#flag-{flag_id}")
+    return redirect(f"/entries/{entry_id}?decided={result['id']}&flag={flag_id}#decided-{flag_id}")
 
 
 @router.get("/recipes/{ref}")

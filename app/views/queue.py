@@ -9,7 +9,7 @@ from app.deps import get_session
 from app.models import User
 from app.accounts import auth
 from app.audit.queue import QueueFilters, filter_link, review_queue
-from app.views.rendering import render
+from app.views.rendering import accepts_json, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -19,6 +19,7 @@ FACETS = (("severity", "Severity"), ("decision", "Decision"), ("rule", "Rule"), 
 
 def _queue(request: Request, session: Session, user: User | None, as_json: bool, severity, rule, source, model,
            decision, sort, page):
+    as_json = as_json or accepts_json(request)
     filters = QueueFilters(severity=severity, rule=rule, source=source, model=model, decision=decision,
                            sort=sort or "severity", page=page)
     data = review_queue(session, request.app.state.settings, filters)

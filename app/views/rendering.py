@@ -96,18 +96,34 @@ def json_href(request: Request) -> str:
     return href + (f"?{request.url.query}" if request.url.query else "")
 
 
+def accepts_json(request: Request) -> bool:
+    """Content negotiation, the one rule for pages and errors alike: a client that asks for
+    ``application/json`` and not for ``text/html`` gets the JSON twin at the page's own URL."""
+    accept = request.headers.get("accept", "").lower()
+    return "application/json" in accept and "text/html" not in accept
+
+
+def ok_first(data: dict) -> dict:
+    """``ok`` as the first key (the convention of every JSON answer)."""
+    return {"ok": data["ok"], **data} if isinstance(data, dict) and "ok" in data else data
+
+
 def render(request: Request, template: str, data: dict, *, as_json: bool, user=None, status: int = 200,
            **extra):
-    """The page's HTML, or ``data`` itself as JSON for the twin."""
+    """The page's HTML, or ``data`` itself as JSON for the twin (the ``.json`` path, or an ``Accept`` that
+    asks for JSON and not HTML; either way ``Vary: Accept``)."""
+    if not as_json and accepts_json(request):
+        as_json = True
     if as_json:  # the machine twin follows the API's convention: ok first, timestamps in UTC
 
         body = utc_fields({"ok": status < 400, **data}) if isinstance(data, dict) else data
-        return JSONResponse(body, status_code=status)
+        return JSONResponse(body, status_code=status, headers={"Vary": "Accept"})
     _install_filters(request)
     ctx = {"data": data, "user": user, "csrf": auth.csrf_token(request), "json_href": json_href(request),
            "path": request.url.path, "full_path": _full_path(request)}
     ctx.update(extra)
-    return request.app.state.templates.TemplateResponse(request, template, ctx, status_code=status)
+    return request.app.state.templates.TemplateResponse(request, template, ctx, status_code=status,
+                                                        headers={"Vary": "Accept"})
 
 
 def _full_path(request: Request) -> str:

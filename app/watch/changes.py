@@ -417,13 +417,14 @@ def _iso(when: datetime) -> str:
     return (when if when.tzinfo else when.replace(tzinfo=timezone.utc)).astimezone(timezone.utc).isoformat()
 
 
-def atom(settings, events: list[dict], *, self_url: str, base: str) -> bytes:
-    """An Atom 1.0 feed (RFC 4287) of the events, newest first."""
-    updated = events[0]["created_at"] if events else datetime(2026, 1, 1)
+def atom(settings, events: list[dict], *, self_url: str, base: str, created: datetime | None = None) -> bytes:
+    """An Atom 1.0 feed (RFC 4287) of the events, newest first. ``updated`` is the newest event's time;
+    for an empty feed, ``created`` (when the feed began: ``app.pages.changes.feed_created``)."""
+    updated = events[0]["created_at"] if events else (created or utcnow())
     out = ['<?xml version="1.0" encoding="utf-8"?>', '<feed xmlns="http://www.w3.org/2005/Atom">',
            "<title>Caveat: changes to watched claims</title>", f"<id>{escape(base)}/changes.atom</id>",
            f'<link rel="self" type="application/atom+xml" href="{escape(self_url, {chr(34): "&quot;"})}"/>',
-           f'<link rel="alternate" type="text/html" href="{escape(base)}/sources"/>',
+           f'<link rel="alternate" type="text/html" href="{escape(base)}/changes"/>',
            f"<updated>{_iso(updated)}</updated>", "<author><name>Caveat</name></author>",
            "<generator>Caveat</generator>"]
     for ev in events:
