@@ -76,8 +76,8 @@ class Net:
 
     @classmethod
     def from_dict(cls, d: dict) -> "Net":
-        return cls(lgb.Booster(model_str=d["figure"], params={"num_threads": 1}),
-                   lgb.Booster(model_str=d["phase"], params={"num_threads": 1}), float(d["threshold"]), d.get("meta"))
+        return cls(lgb.Booster(model_str=d["figure"]),
+                   lgb.Booster(model_str=d["phase"]), float(d["threshold"]), d.get("meta"))
 
     def scores(self, X) -> tuple[np.ndarray, np.ndarray]:
         if X.shape[0] == 0:
