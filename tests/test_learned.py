@@ -87,7 +87,7 @@ def test_what_the_rules_read_is_never_proposed_again():
 def test_html_candidates_point_into_the_html_source():
     html = ("<html><head><title>Bench</title></head><body><h2>Decode speed</h2><table><tr><th>GPU</th>"
             "<th>tg128</th></tr><tr><td>RTX 4090</td><td>127.45</td></tr></table></body></html>")
-    view, cands = candidates(html, "html", "text/html")
+    _view, cands = candidates(html, "html", "text/html")
     c = next(c for c in cands if c.exact == "127.45")
     assert html[c.start:c.end] == "127.45" and c.header == "tg128" and c.kind == "table"
 

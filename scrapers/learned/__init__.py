@@ -31,7 +31,7 @@ import numpy as np  # noqa: E402
 
 from scrapers.decode import decode_body  # noqa: E402
 from scrapers.learned.candidates import Candidate, candidates, model_cell, test_name  # noqa: E402
-from scrapers.learned.features import N_FEATURES, matrix  # noqa: E402
+from scrapers.learned.features import matrix  # noqa: E402
 from scrapers.meaning import TPS_UNIT  # noqa: E402
 from scrapers.pipeline import sole_model  # noqa: E402
 from scrapers.selectors import selector  # noqa: E402
