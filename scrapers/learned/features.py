@@ -1,0 +1,89 @@
+"""Features of a candidate number: a few measured facts (its value, where it sits, what its header, line
+and headings say about tok/s, whether the rules read it) and the words of its context, each word hashed
+into a fixed number of columns per slot (line before, line after, column header, row label, caption,
+headings, JSON key path). The hash is CRC-32, so a feature index is the same in every process."""
+
+from __future__ import annotations
+
+import math
+import re
+import zlib
+
+import numpy as np
+import scipy.sparse as sp
+
+from scrapers.learned.candidates import TOKEN, Candidate
+from scrapers.meaning import TPS_UNIT, not_tps, phase_of, says_tps
+
+HASH_BITS = 10
+N_HASH = 1 << HASH_BITS
+KINDS = {"table": 0, "code": 1, "text": 2, "heading": 3, "json": 4}
+PHASES = {None: 0, "decode": 1, "prefill": 2, "e2e": 3}
+DENSE = ["log_value", "is_int", "decimals", "kind", "col", "n_cols", "col_numeric", "row_index", "tps_line",
+         "tps_header", "tps_scope", "not_tps_header", "not_tps_right", "rules_read", "rules_span", "phase_header",
+         "phase_left", "unit_right", "other_unit_right", "year_like", "numbers_in_line", "page_position",
+         "rules_entries", "rules_row", "rules_block", "tps_row", "phase_row", "in_range", "page_tps_words"]
+N_DENSE = len(DENSE)
+N_FEATURES = N_DENSE + N_HASH
+_UNIT_START = re.compile(r"^\s*\**\s*(?:" + TPS_UNIT.pattern + ")", re.I)
+_OTHER_UNIT = re.compile(r"^\s*(?:%|x\b|×|ms\b|s\b|sec|gb|gib|mb|w\b|b\b|k\b|tokens?\b|req)", re.I)
+_NUMS = re.compile(r"\d+(?:\.\d+)?")
+
+
+def _tokens(s: str) -> list[str]:
+    return TOKEN.findall((s or "").lower())
+
+
+def _h(slot: str, tok: str) -> int:
+    return N_DENSE + (zlib.crc32(f"{slot}:{tok}".encode()) & (N_HASH - 1))
+
+
+def dense_row(c: Candidate, page: dict) -> list[float]:
+    v = c.value
+    line = c.line_left + c.exact + c.line_right
+    scope = c.caption + " " + c.section
+    dec = len(c.exact.split(".", 1)[1]) if "." in c.exact else 0
+    row = " ".join(c.row_cells) if c.row_cells else ""
+    return [
+        math.log10(abs(v) + 1.0), float(dec == 0), float(dec), float(KINDS.get(c.kind, 2)), float(c.col),
+        float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), float(says_tps(line)),
+        float(says_tps(c.header) if c.header else 0), float(says_tps(scope) if scope.strip() else 0),
+        float(not_tps(c.header) if c.header else 0), float(not_tps(c.line_right[:30]) if c.line_right else 0),
+        float(c.rules_read), float(c.rules_span), float(PHASES.get(phase_of(c.header) if c.header else None, 0)),
+        float(PHASES.get(phase_of(c.line_left[-60:]) if c.line_left else None, 0)),
+        float(bool(_UNIT_START.match(c.line_right))), float(bool(_OTHER_UNIT.match(c.line_right))),
+        float(dec == 0 and 1900 <= v <= 2100), float(len(_NUMS.findall(line))), page["position"](c),
+        math.log1p(page["n_rules"]), float(page["rules_row"](c)), float(page["rules_block"](c)),
+        float(says_tps(row) if row else 0), float(PHASES.get(phase_of(row[:200]) if row else None, 0)),
+        float(1.0 <= v <= 20000.0), float(page["tps_words"]),
+    ]
+
+
+def hashed(c: Candidate) -> list[int]:
+    idx = set()
+    left = _tokens(c.line_left[-80:])
+    right = _tokens(c.line_right[:60])
+    for t in left[-8:]:
+        idx.add(_h("L", t))
+    if left:
+        idx.add(_h("L1", left[-1]))
+    for t in right[:6]:
+        idx.add(_h("R", t))
+    if right:
+        idx.add(_h("R1", right[0]))
+    for slot, s in (("H", c.header), ("W", c.row), ("C", c.caption), ("S", c.section), ("K", c.keypath)):
+        for t in _tokens(s)[:24]:
+            idx.add(_h(slot, t))
+    return sorted(idx)
+
+
+def matrix(cands: list[Candidate], page: dict) -> sp.csr_matrix:
+    data, indices, indptr = [], [], [0]
+    for c in cands:
+        d = dense_row(c, page)
+        hs = hashed(c)
+        indices += list(range(N_DENSE)) + hs
+        data += d + [1.0] * len(hs)
+        indptr.append(len(indices))
+    return sp.csr_matrix((np.array(data, dtype=np.float64), np.array(indices, dtype=np.int32),
+                          np.array(indptr, dtype=np.int64)), shape=(len(cands), N_FEATURES))
