@@ -10,7 +10,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 
-from app.models import AccessEvent, Base, ChangeEvent, Decision, utcnow
+from app.models import AccessEvent, Correction, Base, ChangeEvent, Decision, utcnow
 from tests.audit_data import make_snapshot
 
 APPEND_ONLY = sorted(m.class_.__tablename__ for m in Base.registry.mappers
@@ -18,7 +18,7 @@ APPEND_ONLY = sorted(m.class_.__tablename__ for m in Base.registry.mappers
 
 
 def test_the_append_only_tables_are_the_documented_ones():
-    assert APPEND_ONLY == ["access_events", "change_events", "decisions"]
+    assert APPEND_ONLY == ["access_events", "change_events", "corrections", "decisions"]
 
 
 def _seed(db, table: str) -> dict:
@@ -28,6 +28,10 @@ def _seed(db, table: str) -> dict:
         if table == "access_events":
             row = AccessEvent(snapshot_id=snap.id, citation_id=snap.citation_id, action="withdraw",
                               reason="asked to", actor="rev", created_at=utcnow())
+        elif table == "corrections":
+            row = Correction(kind="fix", citation_id=snap.citation_id, record_id=snap.record_id,
+                             selector={"exact": "1.0", "prefix": "", "suffix": ""}, fields={"model": "X"},
+                             reason="the row names the model", actor="rev", created_at=utcnow())
         elif table == "change_events":
             row = ChangeEvent(kind="changed", scope="entry", new_snapshot_id=snap.id, detail="x", cited=False,
                               created_at=utcnow())
@@ -44,7 +48,8 @@ def _seed(db, table: str) -> dict:
             row = None
         if row is not None:
             s.add(row)
-    model = {"access_events": AccessEvent, "change_events": ChangeEvent, "decisions": Decision}[table]
+    model = {"access_events": AccessEvent, "change_events": ChangeEvent, "corrections": Correction,
+             "decisions": Decision}[table]
     with db.Session() as s:
         got = s.scalars(select(model)).one()
         return {c.key: getattr(got, c.key) for c in model.__table__.columns}
@@ -54,7 +59,7 @@ def _seed(db, table: str) -> dict:
 def test_an_append_only_table_cannot_be_rewritten(backend_db, table):
     row = _seed(backend_db, table)
     before = dict(row)
-    text_col = {"access_events": "action", "change_events": "detail", "decisions": "note"}[table]
+    text_col = {"access_events": "action", "change_events": "detail", "corrections": "reason", "decisions": "note"}[table]
     new_value = "reinstate" if table == "access_events" else "rewritten"
     changed = dict(row, **{text_col: new_value})
     cols = list(changed)
