@@ -15,6 +15,7 @@ See docs/roofline.md.
 
 from .bound import Roofline, compute_bound
 from .data import Accelerator, ModelRow, QuantFormat, Reference, load_reference
+from .entry import batching, bound_for, per_user_decode, ratio_for, roofline_json, speculation
 from .hardware import count_from_text, match_accelerator
 from .params import parse_params
 from .quant import match_quant
@@ -25,10 +26,16 @@ __all__ = [
     "QuantFormat",
     "Reference",
     "Roofline",
+    "batching",
+    "bound_for",
     "compute_bound",
     "count_from_text",
     "load_reference",
     "match_accelerator",
     "match_quant",
     "parse_params",
+    "per_user_decode",
+    "ratio_for",
+    "roofline_json",
+    "speculation",
 ]
