@@ -14,6 +14,7 @@ With a CPU/GPU split the two parts are read one after the other:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
+from functools import lru_cache
 from typing import Any
 
 from .data import Accelerator, Reference, load_reference
@@ -44,6 +45,23 @@ class Roofline:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# Name lookups against the shipped tables, cached per name (a long page repeats a few names in many
+# combinations): only when no other ``ref`` is given.
+@lru_cache(maxsize=2048)
+def _default_accelerator(text: str | None) -> Accelerator | None:
+    return match_accelerator(text, ref=load_reference())
+
+
+@lru_cache(maxsize=2048)
+def _default_params(model: str | None):
+    return resolve_params(model, ref=load_reference())
+
+
+@lru_cache(maxsize=2048)
+def _default_quant(text: str | None):
+    return resolve_quant(text, ref=load_reference())
 
 
 def _device(row: Accelerator) -> dict[str, Any]:
@@ -111,12 +129,16 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
     Unknown inputs are listed in `missing` and leave `bound_tps` None; nothing is guessed (a
     model name that names no quantization does not mean BF16).
     """
+    default = ref is None
     ref = ref or load_reference()
+    find_device = _default_accelerator if default else (lambda t: match_accelerator(t, ref=ref))
+    find_params = _default_params if default else (lambda t: resolve_params(t, ref=ref))
+    find_quant = _default_quant if default else (lambda t: resolve_quant(t, ref=ref))
     inputs: dict[str, Any] = {}
     assumptions: list[str] = list(ALWAYS)
     missing: list[str] = []
 
-    device = match_accelerator(hardware, ref=ref)
+    device = find_device(hardware)
     if device is None:
         missing.append("hardware")
         if hardware:
@@ -131,7 +153,9 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
         assumptions.append(f"tensor parallel over {count} devices: bandwidth x {count}; a layer "
                            f"(pipeline) split would read them one after another, for a bound {count} times lower")
 
-    params = resolve_params(model, ref=ref)
+    params = find_params(model)
+    if params is not None and not params.active_b > 0:
+        params = None     # "0B" in a name is no size
     if params is None:
         missing.append("model parameters")
     else:
@@ -143,11 +167,11 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
             assumptions.append("every active parameter counts as read, the input embedding table included "
                                "(a token reads one row of it): for a small model this makes the bound low")
 
-    quant = resolve_quant(quantization, ref=ref)
+    quant = find_quant(quantization)
     if quant is None and quantization:
         assumptions.append(f"quantization {quantization!r} not recognised")
     if quant is None and model:
-        quant = resolve_quant(model, ref=ref)
+        quant = find_quant(model)
         if quant is not None:
             assumptions.append(f"quantization {quant.matched!r} read from the model name")
     if quant is None:
