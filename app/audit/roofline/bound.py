@@ -160,10 +160,14 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
         missing.append("model parameters")
     else:
         inputs["params"] = {"total_b": params.total_b, "active_b": params.active_b,
+                            "embedding_b": params.embedding_b, "read_b": params.active_b - params.embedding_b,
                             "source": params.source, "row_key": params.row_key,
                             "approximate": params.approximate}
         assumptions.extend(params.notes)
-        if params.active_b < 3:
+        if params.embedding_b:
+            assumptions.append(f"the input embedding table ({params.embedding_b:g}B parameters, models.csv) is "
+                               "not streamed per token (a token reads one row of it); the output head is")
+        elif params.active_b < 3:
             assumptions.append("every active parameter counts as read, the input embedding table included "
                                "(a token reads one row of it): for a small model this makes the bound low")
 
@@ -193,7 +197,7 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
         return Roofline(None, inputs, assumptions, missing, version)
 
     gpu_bw = device.bandwidth_gbs * count
-    bytes_per_token = params.active_b * 1e9 * quant.bits_per_weight / 8
+    bytes_per_token = _bytes_per_token(params, quant.bits_per_weight, assumptions)
     seconds = bytes_per_token * (1 - cpu_fraction) / (gpu_bw * 1e9)
     if cpu_fraction:
         seconds += bytes_per_token * cpu_fraction / (cpu_bw * 1e9)
@@ -201,6 +205,17 @@ def compute_bound(*, hardware: str | None, gpu_count: int | None, model: str | N
     inputs["bytes_per_token_gb"] = bytes_per_token / 1e9
     _capacity_check(device, count, params.total_b, quant.bits_per_weight, cpu_fraction, assumptions)
     return Roofline(1.0 / seconds, inputs, assumptions, missing, version)
+
+
+def _bytes_per_token(params, bits: float, assumptions: list[str]) -> float:
+    """Bytes streamed per token: the active parameters but the input embedding, at the format's width, save
+    those the release fixes at a narrower one (gpt-oss's MXFP4 experts in any GGUF)."""
+    read_b = params.active_b - params.embedding_b
+    fixed_b = params.fixed_bits_active_b if params.fixed_bits is not None and params.fixed_bits < bits else 0.0
+    if fixed_b:
+        assumptions.append(f"{fixed_b:g}B of the active parameters are stored at {params.fixed_bits:g} bits whatever "
+                           f"the format's name says (models.csv), the rest at {bits:g}")
+    return ((read_b - fixed_b) * bits + fixed_b * params.fixed_bits if fixed_b else read_b * bits) * 1e9 / 8
 
 
 def _capacity_check(device: Accelerator, count: int, total_b: float | None, bits: float,

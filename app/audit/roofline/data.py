@@ -18,7 +18,8 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 
 ACCELERATOR_COLUMNS = ("key", "name", "aliases", "vendor", "kind", "memory_gb", "bandwidth_gbs", "source", "note")
 QUANT_COLUMNS = ("key", "aliases", "bits_per_weight", "source", "note")
-MODEL_COLUMNS = ("key", "aliases", "total_params_b", "active_params_b", "source", "note")
+MODEL_COLUMNS = ("key", "aliases", "total_params_b", "active_params_b", "source", "note", "embedding_params_b",
+                 "fixed_bits_active_b", "fixed_bits")
 
 #: gpu: a discrete card or module; accelerator: a non-GPU AI chip; unified: CPU and GPU share
 #: one memory (Apple, Strix Halo, Jetson, GB10); cpu: a CPU memory configuration.
@@ -62,6 +63,13 @@ class ModelRow:
     active_params_b: float
     source: str
     note: str
+    #: the input embedding table inside the counts above, which a token does not stream (it reads one
+    #: row); 0 when untied-ness or size is not known, or the table is tied to the output head (read)
+    embedding_params_b: float = 0.0
+    #: active parameters the release fixes at a width whatever a file's format says (gpt-oss's MoE
+    #: experts ship as MXFP4 and every GGUF of it keeps them so), and that width in bits
+    fixed_bits_active_b: float = 0.0
+    fixed_bits: float | None = None
 
 
 @dataclass(frozen=True)
@@ -168,8 +176,17 @@ def _models(path: Path) -> tuple[ModelRow, ...]:
         active = _number(path, line, row, "active_params_b")
         if active > total:
             raise ValueError(f"{_where(path, line, row)}: active_params_b exceeds total_params_b")
+        embedding = _number(path, line, row, "embedding_params_b", optional=True) or 0.0
+        fixed_b = _number(path, line, row, "fixed_bits_active_b", optional=True) or 0.0
+        fixed_bits = _number(path, line, row, "fixed_bits", optional=True)
+        if embedding + fixed_b > active:
+            raise ValueError(f"{_where(path, line, row)}: embedding_params_b and fixed_bits_active_b exceed "
+                             "active_params_b")
+        if bool(fixed_b) != (fixed_bits is not None):
+            raise ValueError(f"{_where(path, line, row)}: fixed_bits_active_b and fixed_bits go together")
         out.append(ModelRow(key=row["key"], aliases=_aliases(row["aliases"]), total_params_b=total,
-                            active_params_b=active, source=row["source"], note=row["note"]))
+                            active_params_b=active, source=row["source"], note=row["note"],
+                            embedding_params_b=embedding, fixed_bits_active_b=fixed_b, fixed_bits=fixed_bits))
     return tuple(out)
 
 

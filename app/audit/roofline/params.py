@@ -29,6 +29,9 @@ class ParamsResult:
     approximate: bool = False
     notes: tuple[str, ...] = field(default_factory=tuple)
     stated: str = ""  # the sizes as the name writes them, when they come from the name
+    embedding_b: float = 0.0  # the input embedding inside active_b, not streamed per token (models.csv)
+    fixed_bits_active_b: float = 0.0  # active parameters at a width fixed by the release (models.csv)
+    fixed_bits: float | None = None
 
 
 def _billions(number: str, unit: str) -> float:
@@ -113,7 +116,9 @@ def resolve_params(model_name: str | None, *, ref: Reference | None = None) -> P
     row = from_table(model_name, ref)
     named = from_name(model_name)
     if row is not None and (named is None or _agrees(named, row)):
-        return ParamsResult(row.total_params_b, row.active_params_b, row.source, row_key=row.key)
+        return ParamsResult(row.total_params_b, row.active_params_b, row.source, row_key=row.key,
+                            embedding_b=row.embedding_params_b, fixed_bits_active_b=row.fixed_bits_active_b,
+                            fixed_bits=row.fixed_bits)
     if row is not None and named is not None:
         note = (f"the name's size ({named.stated}) disagrees with models.csv "
                 f"row {row.key} ({row.total_params_b:g}B total, {row.active_params_b:g}B active): "
