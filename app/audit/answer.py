@@ -210,7 +210,7 @@ def near_bound(fields: dict, quotable_tps: float | None) -> dict | None:
     ratio = r.ratio(quotable_tps)
     if ratio is None or ratio <= NEAR_BOUND:
         return None
-    return {"bound_tps": round(r.bound_tps, 1), "ratio": round(ratio, 3), "inputs": r.to_dict()["inputs"],
+    return {"bound_tps": round(r.bound_tps, 1), "ratio": round(ratio, 3), "inputs": r.inputs_copy(),
             "assumptions": list(r.assumptions), "missing": list(r.missing), "version": r.version}
 
 

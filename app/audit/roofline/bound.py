@@ -14,7 +14,7 @@ With a CPU/GPU split the two parts are read one after the other:
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from typing import Any
 
 from .data import Accelerator, Reference, load_reference
@@ -45,6 +45,21 @@ class Roofline:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+    @cached_property
+    def evidence(self) -> dict[str, Any]:
+        """The parts of a finding's evidence that depend on the setup only (inputs with the bytes per token
+        rounded, assumptions, version), built once per cached bound and shared by every finding of that
+        setup: read-only."""
+        inputs = dict(self.inputs)
+        if "bytes_per_token_gb" in inputs:
+            inputs["bytes_per_token_gb"] = round(inputs["bytes_per_token_gb"], 3)
+        return {"inputs": inputs, "assumptions": list(self.assumptions), "reference_version": self.version}
+
+    def inputs_copy(self) -> dict[str, Any]:
+        """The inputs as a new dict (two levels: each input is a flat dict or a number), for an answer that
+        may be changed; ``to_dict`` deep-copies the whole object, which costs 1 ms a call on a long page."""
+        return {k: dict(v) if isinstance(v, dict) else v for k, v in self.inputs.items()}
 
 
 # Name lookups against the shipped tables, cached per name (a long page repeats a few names in many

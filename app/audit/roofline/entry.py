@@ -28,7 +28,7 @@ def _num(v: Any) -> float | None:
 def _count(fields: dict) -> int | None:
     for name in ("gpu_count", "tp"):
         v = fields.get(name)
-        if isinstance(v, int) and not isinstance(v, bool) and v >= 1:
+        if type(v) is int and v >= 1:     # not a bool (a subclass of int)
             return v
     return None
 
@@ -45,8 +45,8 @@ def _bound(hardware: str | None, gpu_count: int | None, model: str | None, quant
 def bound_for(fields: dict) -> Roofline:
     """The entry's decode ceiling (``bound_tps`` None and ``missing`` naming what is unknown). Shared and
     cached: do not change the object returned."""
-    return _bound(_text(fields.get("hardware")), _count(fields), _text(fields.get("model")),
-                  _text(fields.get("quantization")))
+    get = fields.get
+    return _bound(_text(get("hardware")), _count(fields), _text(get("model")), _text(get("quantization")))
 
 
 def is_decode(fields: dict) -> bool:
@@ -99,5 +99,5 @@ def roofline_json(fields: dict) -> dict:
     return {"bound_tps": round(r.bound_tps, 1) if r.bound_tps else None,
             "ratio": round(ratio, 3) if ratio is not None else None,
             "figure": figure, "applies": figure is not None,
-            "inputs": r.to_dict()["inputs"], "assumptions": list(r.assumptions), "missing": list(r.missing),
+            "inputs": r.inputs_copy(), "assumptions": list(r.assumptions), "missing": list(r.missing),
             "version": r.version}

@@ -6,14 +6,6 @@ from app.audit.roofline import batching, bound_for, per_user_decode, speculation
 from app.audit.rules.base import quote, rule
 
 
-def _inputs(inputs: dict) -> dict:
-    """The reference rows used, each with its source (the bound's inputs, rounded for the evidence)."""
-    out = dict(inputs)
-    if "bytes_per_token_gb" in out:
-        out["bytes_per_token_gb"] = round(out["bytes_per_token_gb"], 3)
-    return out
-
-
 @rule("beyond_bandwidth_limit", "critical",
       "A per-user decode figure above the memory-bandwidth bound of its hardware, model and precision: plain "
       "decoding of one stream cannot reach it, since every token reads the active weights once.")
@@ -26,8 +18,8 @@ def beyond_bandwidth_limit(f, q, ctx):
         return None     # an input is missing (no finding), or the figure is within the bound
     ratio = figure / r.bound_tps
     spec, conc = speculation(f), batching(f)
-    numbers = {"headline_tps": figure, "bound_tps": round(r.bound_tps, 1), "ratio": round(ratio, 2),
-               "inputs": _inputs(r.inputs), "assumptions": list(r.assumptions), "reference_version": r.version}
+    # inputs (the reference rows used, each with its source), assumptions, version: shared per setup, read-only
+    numbers = {"headline_tps": figure, "bound_tps": round(r.bound_tps, 1), "ratio": round(ratio, 2), **r.evidence}
     said = f"{figure:g} tok/s is {ratio:.2f} times the {r.bound_tps:.1f} tok/s bound"
     if spec:
         numbers["speculation"] = spec
