@@ -195,6 +195,7 @@ class Entry(Base):
     flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     open_flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     decision_status: Mapped[str] = mapped_column(String(16), default="none", nullable=False)  # none|pending|decided
+    roofline_ratio: Mapped[float | None] = mapped_column(Float)  # per-user decode figure / bandwidth bound (issue 28)
 
     __table_args__ = (
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
@@ -203,6 +204,7 @@ class Entry(Base):
         # flag_count and gone trail so the review queue filters and pages inside the index (app/audit/queue.py)
         Index("ix_entries_queue", "severity_rank", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_inflation", "inflation_ratio", "id", "flag_count", "gone"),
+        Index("ix_entries_roofline", "roofline_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_decision", "decision_status", "severity_rank"),
     )
 

@@ -15,7 +15,7 @@ from tests.audit_data import GLM_BASE, glm_entries, store
 FIELDS = {"ok", "recipe_id", "model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "phase",
           "scope", "concurrency", "test", "key", "quotable_tps", "basis", "reason", "headline_tps",
           "inflation_ratio", "steady_state", "measurement", "flags", "citations", "ruleset_version", "computed_at",
-          "unreviewed_tps"}
+          "unreviewed_tps", "roofline"}
 
 
 def _seed(db, audit=True) -> str:

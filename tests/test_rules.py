@@ -343,7 +343,11 @@ def test_aggregate_as_single_stream_reads_scope_and_shown_concurrency():
 
 
 def test_ruleset_version_bumped_for_the_scope_rules():
-    assert RULESET_VERSION == "2026.12.4"
+    assert tuple(int(x) for x in RULESET_VERSION.split(".")) >= (2026, 12, 4)
+
+
+def test_ruleset_version_bumped_for_the_bandwidth_rule():
+    assert RULESET_VERSION == "2026.12.6"
 
 
 def test_short_shape_reads_the_runs_own_context_from_its_prompt():

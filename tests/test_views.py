@@ -102,7 +102,7 @@ def test_queue_rejects_bad_filters_with_a_fix(client, glm):
     r = client.get("/queue.json?severity=urgent")
     assert r.status_code == 400 and "critical, high" in r.json()["error"]
     r = client.get("/queue?sort=fastest")
-    assert r.status_code == 400 and "severity or inflation" in soup(r).select_one(".error-message").text
+    assert r.status_code == 400 and "severity, inflation or roofline" in soup(r).select_one(".error-message").text
     r = client.get("/queue.json?source=nope")
     assert r.status_code == 404 and "/sources" in r.json()["error"]
     r = client.get("/queue.json?page=0")

@@ -97,6 +97,9 @@ class QuotableBody(Open):
     inflation_ratio: float | None = None
     steady_state: SteadyState | None = None
     measurement: MeasurementRef | None = None
+    roofline: dict[str, Any] | None = Field(None, description="When quotable_tps is above 0.8 of the memory-bandwidth "
+                                                              "bound of the recipe's setup: bound_tps, ratio, inputs "
+                                                              "(with sources), assumptions, missing, version.")
     flags: list[FlagAnswer]
     citations: list[Citation]
     ruleset_version: str | None = None

@@ -10,6 +10,7 @@ from datetime import datetime, timezone
 from sqlalchemy import select
 from sqlalchemy.orm import object_session
 
+from app.audit.roofline import bound_for
 from app.audit.rules import RULESET_VERSION, SEVERITY_RANK
 from app.claims.identity import recipe_key
 from app.config import Settings
@@ -42,7 +43,8 @@ DESCRIBES = ("model", "hardware", "gpu_count", "engine", "engine_version", "quan
              "concurrency", "test")
 FIELDS = ("recipe_id",) + DESCRIBES + (
     "key", "quotable_tps", "basis", "reason", "headline_tps", "inflation_ratio", "steady_state", "measurement",
-    "flags", "citations", "ruleset_version", "computed_at")
+    "roofline", "flags", "citations", "ruleset_version", "computed_at")
+NEAR_BOUND = 0.8    # the answer carries the roofline when the quotable figure is above this share of the bound
 MAX_LIST = 200
 NOT_DECODE = ("prefill", "e2e")
 # llama-bench names its tests by phase: pp512 is prompt processing, tg128 text generation, pp512+tg128
@@ -187,15 +189,29 @@ def recipe_answer(settings: Settings, recipe_id: str, group, flags_by_entry: dic
         add("snapshot", None, cite(settings, top.citation_id, None))
     for f in flags:
         add(f["rule"], None, f["citation"])
+    roofline = near_bound(top.fields, quotable_tps) if top is not None else None
     recipe = _recipe_loaded(group, recipe_id)
     key = recipe.key if recipe is not None and recipe.key else (recipe_key(top.fields) if top is not None else None)
     answer = {"recipe_id": recipe_id, **_describes(top, phase), "key": key,
               "quotable_tps": quotable_tps, "basis": basis, "reason": reason, "unreviewed_tps": unreviewed_tps,
               "headline_tps": working.headline_tps,
               "inflation_ratio": working.inflation_ratio if quotable_tps is not None else None,
-              "steady_state": steady, "measurement": measurement, "flags": flags, "citations": citations,
-              "ruleset_version": RULESET_VERSION}
+              "steady_state": steady, "measurement": measurement, "roofline": roofline, "flags": flags,
+              "citations": citations, "ruleset_version": RULESET_VERSION}
     return _stamp(answer, recipe.quotable if recipe is not None else None)
+
+
+def near_bound(fields: dict, quotable_tps: float | None) -> dict | None:
+    """The memory-bandwidth bound of the recipe's setup when the quotable figure is above ``NEAR_BOUND`` of
+    it (a plain per-user decode speed that close to the physical ceiling is worth a second look); else None."""
+    if quotable_tps is None:
+        return None
+    r = bound_for(fields)
+    ratio = r.ratio(quotable_tps)
+    if ratio is None or ratio <= NEAR_BOUND:
+        return None
+    return {"bound_tps": round(r.bound_tps, 1), "ratio": round(ratio, 3), "inputs": r.inputs_copy(),
+            "assumptions": list(r.assumptions), "missing": list(r.missing), "version": r.version}
 
 
 def evidence_url(settings: Settings | None, m: Measurement) -> str | None:

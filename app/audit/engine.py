@@ -29,6 +29,7 @@ from app.replay import citations
 from app.audit.answer import cite, cite_ref, recipe_answer, standing  # noqa: F401  (cite, cite_ref re-exported)
 from app.audit.rules import RULESET_VERSION, SEVERITY_RANK, read_entry, Context, Finding, Rung, Steady, run_rules
 from app.audit.working import Candidate, StandingFlag, decide, lowest_steady
+from app.audit.roofline import ratio_for
 
 CHUNK = 500
 DENORMALISED = ("model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "headline_tps",
@@ -183,10 +184,19 @@ def candidate(item: Loaded, flags: list[Flag]) -> Candidate:
 
 
 SUMMARY = ("working_tps", "basis", "basis_reason", "inflation_ratio", "max_severity", "severity_rank",
-           "flag_count", "open_flag_count", "decision_status")
+           "flag_count", "open_flag_count", "decision_status", "roofline_ratio")
 
 
-def _summarise(entry: Entry, flags: list, working) -> dict | None:
+def _roofline_ratio(item: Loaded) -> float | None:
+    """The per-user decode figure over its memory-bandwidth bound (cached per setup), rounded; None when
+    the figure is not a per-user decode figure, an input is unknown, or its capture is withheld."""
+    if item.withheld:
+        return None
+    r = ratio_for(item.fields)
+    return round(r, 4) if r is not None else None
+
+
+def _summarise(entry: Entry, flags: list, working, roofline_ratio: float | None = None) -> dict | None:
     """The entry's audit columns; a dict for a bulk UPDATE when any differs from what it holds, else None."""
     active = [f for f in flags if f.active]
     counting = standing(flags)
@@ -196,7 +206,8 @@ def _summarise(entry: Entry, flags: list, working) -> dict | None:
                   inflation_ratio=working.inflation_ratio, max_severity=top.severity if top else None,
                   severity_rank=SEVERITY_RANK.get(top.severity, 0) if top else 0, flag_count=len(active),
                   open_flag_count=open_count,
-                  decision_status="none" if not active else ("pending" if open_count else "decided"))
+                  decision_status="none" if not active else ("pending" if open_count else "decided"),
+                  roofline_ratio=roofline_ratio)
     if all(getattr(entry, k) == v for k, v in values.items()):
         return None
     return {"id": entry.id, **values}
@@ -323,7 +334,7 @@ def plan_audit(session: Session, settings: Settings, entries: list[Entry], recip
         steady = lowest_steady([c for c in cands if not c.withheld])   # a withdrawn capture states nothing
         for item, cand in zip(group, cands):
             changed = _summarise(item.entry, flags_by_entry[item.entry.id],
-                                 decide(cands, ms, entry=cand, recipe_steady=steady))
+                                 decide(cands, ms, entry=cand, recipe_steady=steady), _roofline_ratio(item))
             if changed is not None:
                 updates.append(changed)
                 for k, v in changed.items():

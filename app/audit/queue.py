@@ -7,9 +7,11 @@
 - Filters: ``severity`` (the entry's most severe flag still counting, i.e. ``entries.max_severity``;
   ``none`` when every flag was dismissed), ``rule`` (an active flag with that rule id), ``source``
   (name), ``model`` (exact name) and ``decision`` (``pending``: a flag still open; ``decided``: none open).
-- Sorts: ``severity`` (most severe first, then the largest inflation ratio, then newest) or
-  ``inflation`` (largest headline-to-working ratio first). Both read an index in order
-  (``ix_entries_queue``, ``ix_entries_inflation``), so a deep page costs an index walk, not a sort.
+- Sorts: ``severity`` (most severe first, then the largest inflation ratio, then newest),
+  ``inflation`` (largest headline-to-working ratio first) or ``roofline`` (largest share of the
+  memory-bandwidth bound first: a per-user decode figure over its bound, ``entries.roofline_ratio``;
+  entries without a bound last). Each reads an index in order (``ix_entries_queue``,
+  ``ix_entries_inflation``, ``ix_entries_roofline``), so a deep page costs an index walk, not a sort.
 - Pages of ``PER_PAGE`` (50) rows, ``page`` counted from 1.
 - ``counts``: for each filter, how many queued entries have each value, given the *other* filters.
   They are computed with grouped queries and kept in a small in-process cache keyed by the filters
@@ -36,7 +38,7 @@ PER_PAGE = 50
 SEVERITY_VALUES = {"critical": 4, "high": 3, "medium": 2, "low": 1, "none": 0}
 RANK_NAMES = {v: k for k, v in SEVERITY_VALUES.items()}
 DECISIONS = ("pending", "decided")
-SORTS = ("severity", "inflation")
+SORTS = ("severity", "inflation", "roofline")
 MAX_PAGE = 100_000
 TOP_MODELS = 30
 _CACHE_SIZE = 256
@@ -73,7 +75,7 @@ def check_filters(f: QueueFilters) -> QueueFilters:
     if f.decision is not None and f.decision.lower() not in DECISIONS:
         raise BadRequest(f"Unknown decision status {f.decision!r}: use pending or decided.")
     if f.sort not in SORTS:
-        raise BadRequest(f"Unknown sort {f.sort!r}: use severity or inflation.")
+        raise BadRequest(f"Unknown sort {f.sort!r}: use severity, inflation or roofline.")
     if not 1 <= f.page <= MAX_PAGE:
         raise BadRequest(f"page must be between 1 and {MAX_PAGE}.")
     return replace(f, severity=f.severity.lower() if f.severity else None,
@@ -106,6 +108,8 @@ def _order(session: Session, sort: str) -> list:
 
     if sort == "inflation":
         return [desc(Entry.inflation_ratio), Entry.id.desc()]
+    if sort == "roofline":
+        return [desc(Entry.roofline_ratio), Entry.id.desc()]
     return [Entry.severity_rank.desc(), desc(Entry.inflation_ratio), Entry.id.desc()]
 
 
@@ -310,7 +314,7 @@ def _row(e: Entry, source: str | None, flags: list[dict]) -> dict:
         "id": e.id, "url": f"/entries/{e.id}", "source": source, "model": e.model, "hardware": e.hardware,
         "gpu_count": e.gpu_count, "engine": e.engine, "draft_tokens": e.draft_tokens,
         "headline_tps": e.headline_tps, "working_tps": e.working_tps, "basis": e.basis,
-        "inflation_ratio": e.inflation_ratio, "severity": e.max_severity, "decision_status": e.decision_status,
+        "inflation_ratio": e.inflation_ratio, "roofline_ratio": e.roofline_ratio, "severity": e.max_severity, "decision_status": e.decision_status,
         "flag_count": e.flag_count, "open_flag_count": e.open_flag_count, "recipe_id": e.recipe_id,
         "flags": [{"rule": x["rule"], "severity": x["severity"], "status": x["status"]} for x in flags],
     }

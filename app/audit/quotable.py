@@ -70,7 +70,7 @@ def empty_answer(recipe: Recipe) -> dict:
     described.update(model=recipe.model, hardware=recipe.hardware, gpu_count=recipe.gpu_count, engine=recipe.engine)
     return {"recipe_id": recipe.recipe_id, **described, "key": key, "quotable_tps": None, "basis": "none",
             "reason": "the recipe has no entries", "headline_tps": None, "inflation_ratio": None,
-            "steady_state": None, "measurement": None, "flags": [], "citations": [],
+            "steady_state": None, "measurement": None, "roofline": None, "flags": [], "citations": [],
             "ruleset_version": RULESET_VERSION, "computed_at": utc_iso(datetime.now(timezone.utc))}
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from sqlalchemy import exists, func, select
 from sqlalchemy.orm import Session
 
+from app.audit.roofline import roofline_json
 from app.audit.rules import read_entry
 from app.config import Settings
 from app.review.corrections import history as review_history
@@ -58,15 +59,24 @@ def withheld_marker(citation_id: str | None, access: str | None) -> dict | None:
                     "not shown (the citation answers with its tombstone)"}
 
 
+def _roofline(e: Entry, fields: dict | None) -> dict:
+    """The entry's memory-bandwidth bound (issue 28), from its current version's fields, else its columns."""
+    if not fields:
+        fields = {k: getattr(e, k) for k in ("model", "hardware", "gpu_count", "quantization", "headline_tps",
+                                             "concurrency", "draft_tokens")}
+    return roofline_json(fields)
+
+
 def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
-               provenance: dict | None, flags: list[dict], access: str | None = None) -> dict:
+               provenance: dict | None, flags: list[dict], access: str | None = None,
+               fields: dict | None = None) -> dict:
     if _withheld(access):   # nothing read from a withheld capture: no figures, notes, quotes or selectors
         out = {"id": e.id, "source": source_name, "model": e.model, "hardware": e.hardware, "gpu_count": e.gpu_count,
                "engine": e.engine, "engine_version": None, "quantization": e.quantization, "headline_tps": None,
                "steady_state": None, "draft_tokens": None, "acceptance_rate": None, "concurrency": e.concurrency,
                "recipe_id": e.recipe_id, "notes": None, "snapshot": citation_id,
                "citation": quote_url(settings, citation_id, None), "working_tps": None, "basis": "none",
-               "flags": [], "gone": e.gone, "withheld": withheld_marker(citation_id, access)}
+               "flags": [], "gone": e.gone, "withheld": withheld_marker(citation_id, access), "roofline": None}
         return out
     steady = None
     if e.steady_low is not None or e.steady_high is not None:
@@ -80,12 +90,13 @@ def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_i
         "notes": e.notes, "snapshot": citation_id,
         "citation": quote_url(settings, citation_id, headline_quote, _selector(provenance, "headline_tps")),
         "working_tps": e.working_tps, "basis": e.basis, "flags": flags, "gone": e.gone, "withheld": None,
+        "roofline": _roofline(e, fields),
     }
 
 
 def _rows_query():
     return (
-        select(Entry, Source.name, Snapshot.citation_id, EntryVersion.provenance, Snapshot.access)
+        select(Entry, Source.name, Snapshot.citation_id, EntryVersion.provenance, Snapshot.access, EntryVersion.fields)
         .outerjoin(Source, Source.id == Entry.source_id)
         .outerjoin(EntryVersion, EntryVersion.id == Entry.current_version_id)
         .outerjoin(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
@@ -94,7 +105,8 @@ def _rows_query():
 
 def _render(session: Session, settings: Settings, rows) -> list[dict]:
     flags = _flags(session, [r[0].id for r in rows])
-    return [entry_json(settings, e, name, cid, prov, flags.get(e.id, []), access) for e, name, cid, prov, access in rows]
+    return [entry_json(settings, e, name, cid, prov, flags.get(e.id, []), access, fields)
+            for e, name, cid, prov, access, fields in rows]
 
 
 def list_entries(session: Session, settings: Settings, *, source: str | None = None, model: str | None = None,

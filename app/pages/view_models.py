@@ -194,6 +194,33 @@ def verdict(entry: dict, standing: list[dict]) -> dict:
     return {"kind": "quote-instead", "text": text, "why": why, "worst": worst}
 
 
+def roofline_view(roofline: dict | None) -> dict | None:
+    """The memory-bandwidth bound as the pages show it: the bound, the figure's share of it, each input
+    with its source, the assumptions and what is missing (issue 28)."""
+    if not roofline:
+        return None
+    ins = roofline.get("inputs") or {}
+    rows = []
+    acc = ins.get("accelerator")
+    if acc:
+        rows.append({"label": "hardware", "value": f"{acc['name']}, {_num(acc['bandwidth_gbs'])} GB/s", "source": acc.get("source")})
+    if ins.get("gpu_count"):
+        rows.append({"label": "devices", "value": str(ins["gpu_count"]), "source": None})
+    p = ins.get("params")
+    if p:
+        rows.append({"label": "active parameters", "value": f"{_num(p['active_b'])}B of {_num(p['total_b'])}B"
+                     if p.get("total_b") else f"{_num(p['active_b'])}B", "source": p.get("source")})
+    b = ins.get("bits_per_weight")
+    if b:
+        rows.append({"label": "bits per weight", "value": f"{_num(b['value'])} ({b.get('key') or 'stated'})",
+                     "source": b.get("source")})
+    ratio = roofline.get("ratio")
+    return {"bound_tps": roofline.get("bound_tps"), "ratio": ratio, "beyond": ratio is not None and ratio > 1,
+            "applies": roofline.get("applies", True), "inputs": rows,
+            "assumptions": roofline.get("assumptions") or [], "missing": roofline.get("missing") or [],
+            "version": roofline.get("version")}
+
+
 def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
     entry = entries_service.get_entry(session, settings, entry_id)
     row = session.get(Entry, entry_id)
@@ -221,6 +248,7 @@ def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
         "notes_reading": entry.get("notes_reading") or [],
         "chart": ladder_chart(ladder, _steady(recipe, entry), highlight=entry_id),
         "decisions": list_decisions(session, entry_id=entry_id, limit=100),
+        "roofline": roofline_view(entry.get("roofline")),
     }
 
 
@@ -237,6 +265,7 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
         e["url"] = f"/entries/{e['id']}"
         e["severity"] = r.max_severity if r else None
         e["inflation_ratio"] = r.inflation_ratio if r else None
+        e["roofline_ratio"] = (e.get("roofline") or {}).get("ratio")
     return {
         "recipe": recipe,
         "quotable": quotable,
@@ -247,6 +276,7 @@ def recipe_page(session: Session, settings: Settings, recipe_id: str) -> dict:
                               highlight=top["id"] if top else None),
         "measurements": _measurements_of(session, settings, recipe_id),
         "changes": _recipe_changes(session, settings, recipe_id),
+        "roofline": roofline_view((top or {}).get("roofline")),
     }
 
 

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 
-from app.audit.rules import acceptance, conditions, headline, repetition  # noqa: F401  (registers)
+from app.audit.rules import acceptance, bandwidth, conditions, headline, repetition  # noqa: F401  (registers)
 from app.audit.rules.base import RULES, SEVERITY_RANK, Context, Finding, Rung, Steady
 from app.audit.rules.clauses import Clause, read_entry
 
-RULESET_VERSION = "2026.12.5"
+RULESET_VERSION = "2026.12.6"
 SEVERITIES = ("critical", "high", "medium", "low")
 BLOCKING = ("critical", "high")  # a headline with one of these standing is never the working number
 

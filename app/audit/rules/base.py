@@ -66,7 +66,7 @@ RULES: dict[str, Rule] = {}
 
 def rule(rule_id: str, severity: str, explanation: str):
     """Register ``check(fields, quotes, ctx) -> dict | None``; the dict holds ``numbers`` and ``quotes``
-    (and may override ``explanation``)."""
+    (and may override ``explanation`` and ``severity``; ``severity`` is the rule's most severe case)."""
 
     def wrap(fn):
         def check(fields: dict, quotes: dict, ctx: Context) -> Finding | None:
@@ -78,7 +78,8 @@ def rule(rule_id: str, severity: str, explanation: str):
                 if q and q.get("text") and q["text"] not in seen:
                     seen.add(q["text"])
                     quotes.append(q)
-            return Finding(rule_id, severity, found.get("explanation", explanation), found.get("numbers", {}), quotes)
+            return Finding(rule_id, found.get("severity", severity), found.get("explanation", explanation),
+                           found.get("numbers", {}), quotes)
 
         RULES[rule_id] = Rule(rule_id, severity, explanation, check)
         check.rule_id = rule_id
