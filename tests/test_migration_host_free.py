@@ -4,7 +4,7 @@ so they are built from CAVEAT_BASE_URL (or the request origin) when served; othe
 from __future__ import annotations
 
 from alembic import command
-from sqlalchemy import select
+from sqlalchemy import insert, select
 
 from app.db import Database, alembic_config
 from app.models import Entry, Flag
@@ -17,10 +17,13 @@ def test_stored_citation_urls_lose_their_host(backend_settings):
         cfg.attributes["connection"] = conn
         command.downgrade(cfg, "20261201_0008")
     with db.Session() as s:
-        e = Entry(source_id=None, entry_key="k", model="m")
-        s.add(e)
-        s.flush()
-        s.add(Flag(entry_id=e.id, rule="r", severity="high", explanation="x", ruleset_version="v",
+        # the row as the schema at 20261201_0008 has it (later columns do not exist yet)
+        now = Flag.__table__.c.created_at.default.arg(None) if callable(Flag.__table__.c.created_at.default.arg) else None
+        entry_id = s.execute(insert(Entry.__table__).values(entry_key="k", model="m", gone=False, created_at=now,
+                                                            updated_at=now, severity_rank=0, flag_count=0,
+                                                            open_flag_count=0, decision_status="none")
+                             .returning(Entry.__table__.c.id)).scalar_one()
+        s.add(Flag(entry_id=entry_id, rule="r", severity="high", explanation="x", ruleset_version="v",
                    citation="http://127.0.0.1:8000/c/ABCD-EFGH?q=1%2C004.9",
                    evidence={"numbers": {}, "quotes": [
                        {"field": "headline_tps", "text": "1,004.9", "citation": "http://127.0.0.1:8100/c/ABCD-EFGH?q=1"},
