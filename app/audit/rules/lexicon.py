@@ -123,11 +123,11 @@ CONDITIONS: list[Condition] = [
     # best of, peak, max
     _c("best_of", "best_of", "high",
        r"\b(best(?: of| run| result| score| case| number| figure| reading| i (?:got|saw)| seen| observed)?|best-case"
-       r"|max(?:imum)?(?: observed| seen| recorded| reached| speed| throughput| tok\w*| t/s| reading| value| figure| rate| generation)"
+       r"|max(?:imum)?(?: observed| seen| recorded| reached| speed| tok\w*| t/s| reading| value| figure| generation)"
        r"|peak(?:ed)?(?! (?:memory|vram|ram|power|usage|mem|gpu memory|allocation))(?: speed| throughput| rate| tok\w*| t/s| decode| generation| at| value| reading| number)?"
        r"|top (?:run|result|score|speed|reading|number)|fastest(?: run| result| of| i (?:got|saw)| seen| observed| time| attempt| pass| number)?"
        r"|highest(?: (?:i|we) (?:got|saw|saw)| seen| observed| number| value| reading| run| result| figure| of)?|record (?:run|speed|high)"
-       r"|cherry[- ]?pick\w*|hand[- ]?picked|lucky run|one good run|if you'?re lucky|up to|as high as|at (?:its|the) best"
+       r"|cherry[- ]?pick\w*|hand[- ]?picked|lucky run|one good run|if you'?re lucky|at (?:its|the) best"
        r"|(?:took|kept|picked|used|chose|reported) the (?:best|fastest|highest|top|max\w*)|(?:best|fastest|highest) (?:\w+ ){0,2}of \d+)\b"
        r"|最高|最快|峰值|最佳|最好(?:的|成绩|结果)?|取最|挑选|巅峰|ピーク|最速|ベスト|最良|一番(?:速|良)",
        "the figure is a best or peak value ({hit})",
