@@ -167,9 +167,15 @@ class OpenAIServer:
         b = self.b
         w = h.wfile
 
+        held: list[bytes] = []   # burst mode: the whole answer goes out in one write at the end
+
         def send(doc) -> None:
             data = b"data: " + (doc if isinstance(doc, bytes) else json.dumps(doc).encode()) + b"\n\n"
-            w.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            framed = f"{len(data):x}\r\n".encode() + data + b"\r\n"
+            if b.burst:
+                held.append(framed)
+                return
+            w.write(framed)
             w.flush()
 
         def chunk(text: str | None, finish: str | None = None, extra: dict | None = None) -> dict:
@@ -232,7 +238,7 @@ class OpenAIServer:
                                 "predicted_per_second": (len(toks) - 1) / (last - first)}
         send(chunk(None, "length", extra))
         send(b"[DONE]")
-        w.write(b"0\r\n\r\n")
+        w.write(b"".join(held) + b"0\r\n\r\n")
         w.flush()
         if b.replay_proposer:
             with self.lock:
