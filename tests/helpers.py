@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import gzip
+import socket
 import sys
 import threading
 import time
@@ -108,3 +109,48 @@ class LocalServer:
     def stop(self):
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+class RawAnswerServer:
+    """A raw TCP peer on 127.0.0.1 for hostile-answer tests: reads each request's head (and, when it
+    states one, its body), then answers with ``answer()`` (an iterator of bytes) and closes; records in
+    ``sent`` how many bytes each answer got out before the client stopped reading."""
+
+    def __init__(self, answer, path: str = "/"):
+        self.sock = socket.socket()
+        self.sock.bind(("127.0.0.1", 0))
+        self.sock.listen(8)
+        self.answer = answer
+        self.sent: list[int] = []
+        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}{path}"
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self):
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
+
+    def _one(self, conn):
+        conn.settimeout(30)
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += conn.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        lengths = [line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")]
+        while lengths and len(body) < int(lengths[0]):
+            body += conn.recv(65536)
+        sent = 0
+        try:
+            for piece in self.answer():
+                conn.sendall(piece)
+                sent += len(piece)
+        except OSError:
+            pass
+        self.sent.append(sent)
+        conn.close()
+
+    def stop(self):
+        self.sock.close()

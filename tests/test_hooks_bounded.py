@@ -6,9 +6,7 @@ picked up by the serving process's housekeeping)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import threading
 import time
 
 from sqlalchemy import select
@@ -18,52 +16,17 @@ from app.watch import hooks
 from app.watch.jobs import queue_for
 from app.watch.worker import housekeeping
 from tests.capture_helpers import CLI, REPO, cli_env
+from tests.helpers import RawAnswerServer
 from tests.test_watch import Receiver, _crawl, _source, _wait, board
 
 SECRET = "s3cret-s3cret-s3cret"
 
 
-class RawReceiver:
-    """Reads the request, then answers with ``answer(conn)``; records how many bytes it got out."""
+class RawReceiver(RawAnswerServer):
+    """Reads the request, then answers with ``answer()``; records how many bytes it got out."""
 
     def __init__(self, answer):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.sent: list[int] = []
-        self.answer = answer
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/hook"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn):
-        conn.settimeout(30)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        head, _, body = data.partition(b"\r\n\r\n")
-        length = int([line.split(b":")[1] for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")][0])
-        while len(body) < length:
-            body += conn.recv(65536)
-        sent = 0
-        try:
-            for piece in self.answer():
-                conn.sendall(piece)
-                sent += len(piece)
-        except OSError:
-            pass
-        self.sent.append(sent)
-        conn.close()
-
-    def stop(self):
-        self.sock.close()
+        super().__init__(answer, path="/hook")
 
 
 def _one_delivery(db, server, url):

@@ -6,14 +6,13 @@ answer is refused at a bound instead of filling memory."""
 from __future__ import annotations
 
 import json
-import socket
-import threading
 import time
 
 import pytest
 
 from app.measure import client
 from app.measure.client import Endpoint, Exchange, MeasureError
+from tests.helpers import RawAnswerServer
 
 
 def _sse(text: str) -> bytes:
@@ -22,42 +21,11 @@ def _sse(text: str) -> bytes:
     return b"data: " + json.dumps(doc).encode() + b"\n\n"
 
 
-class Hostile:
-    """Answers every POST with ``answer()`` (an iterator of bytes), then closes."""
+class Hostile(RawAnswerServer):
+    """Reads the request, then answers with ``answer()``; records how many bytes it got out."""
 
     def __init__(self, answer):
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(4)
-        self.answer = answer
-        self.sent: list[int] = []
-        self.url = f"http://127.0.0.1:{self.sock.getsockname()[1]}/v1"
-        threading.Thread(target=self._serve, daemon=True).start()
-
-    def _serve(self):
-        while True:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            threading.Thread(target=self._one, args=(conn,), daemon=True).start()
-
-    def _one(self, conn):
-        data = b""
-        while b"\r\n\r\n" not in data:
-            data += conn.recv(65536)
-        sent = 0
-        try:
-            for piece in self.answer():
-                conn.sendall(piece)
-                sent += len(piece)
-        except OSError:
-            pass
-        self.sent.append(sent)
-        conn.close()
-
-    def stop(self):
-        self.sock.close()
+        super().__init__(answer, path="/v1")
 
 
 HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
