@@ -162,8 +162,7 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
         return _result(tps, "steady_state", reason, headline, steady)
     clean = [c for c in scope if _ok(c.headline_tps) and not _blocking(c) and not c.superseded]
     if clean:
-        values = [(headline_value(c), c) for c in clean]
-        (tps, how), c = min(values, key=lambda v: v[0][0])
+        (tps, how), c = _lowest(clean)
         if len(scope) > 1:
             how += f" of entry {c.entry_id}, the lowest entry of the recipe with no critical or high flag standing"
         tps, reason = cap(tps, f"{how}: no measurement or stated steady state, and no critical or high flag "
@@ -173,8 +172,7 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
     pending = [c for c in scope if _ok(c.headline_tps) and not c.superseded and _blocking(c)
                and all(f.rule == UNREAD for f in _blocking(c))]
     if pending:
-        values = [(headline_value(c), c) for c in pending]
-        (tps, how), c = min(values, key=lambda v: v[0][0])
+        (tps, how), _c = _lowest(pending)
         tps, reason = cap(tps, f"{how}, unreviewed: the notes hold clauses Caveat did not understand, so it is "
                                "not quoted until a reviewer reads them (the not_understood flag)")
         return _result(tps, "unreviewed", reason, headline, steady)
@@ -183,6 +181,11 @@ def decide(candidates: list[Candidate], measurements: Iterable[float] = (), *, e
     blocking = sorted({f"{f.rule} ({f.severity})" for c in scope for f in _blocking(c)})
     return _result(None, "none", "no measurement and no stated steady state, and the headline has flags standing: "
                    + ", ".join(blocking) + "; record a measurement or have a reviewer dismiss them", headline, steady)
+
+
+def _lowest(cands: list[Candidate]) -> tuple[tuple[float, str], Candidate]:
+    """The candidate whose quoted headline value (the mean where the page gives one) is lowest."""
+    return min(((headline_value(c), c) for c in cands), key=lambda v: v[0][0])
 
 
 def _result(tps, basis, reason, headline, steady) -> Working:

@@ -194,15 +194,13 @@ def read_text(field: str, text: str, fields: dict, known: tuple[str, ...] | None
 @lru_cache(maxsize=20_000)
 def _read_cached(field: str, text: str, known: tuple[str, ...], head: float | None, key: str,
                  conditions_only: bool) -> tuple[Clause, ...]:
-    fields = {"headline_tps": head}
     out: list[Clause] = []
     for a, b in split(text)[:MAX_CLAUSES]:
         piece = text[a:b]
         if not _WORD.search(piece) and not key:
             continue   # a bare number, a unit, punctuation
         stat = STAT_CLAUSE.match(piece)
-        head = fields.get("headline_tps")
-        if stat and isinstance(head, (int, float)) and abs(float(stat.group("v").replace(",", "")) - head) > 0.005 * abs(head):
+        if stat and head is not None and abs(float(stat.group("v").replace(",", "")) - head) > 0.005 * abs(head):
             out.append(Clause(field, piece, a, b, "benign", kind="stats"))   # another run's figure, not this one
             continue
         hits, taken_back = _conditions(f"{key}: {piece}" if key else piece)
