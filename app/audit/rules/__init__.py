@@ -51,30 +51,12 @@ def _below_headline(text: str, fields: dict | None) -> bool:
     return not figures or min(figures) * 1.10 < head
 
 
-def _short_output(fields: dict) -> Clause | None:
-    """A decode figure over 64 generated tokens or fewer (``gen_tokens``, or the test ``tgN``) is a burst:
-    it blocks the headline (high), whatever words the page used."""
-    n = fields.get("gen_tokens")
-    test = str(fields.get("test") or "")
-    m = re.fullmatch(r"\s*tg\s*(\d+)\s*", test, re.I)
-    if not isinstance(n, int) and m:
-        n = int(m.group(1))
-    if isinstance(n, bool) or not isinstance(n, int) or not 0 < n <= 64 or fields.get("phase") in ("prefill", "e2e"):
-        return None
-    where = "gen_tokens" if isinstance(fields.get("gen_tokens"), int) else "test"
-    return Clause(where, str(fields.get(where)), 0, 0, "condition", "short_shape", "high", "short_output",
-                  f"{n} generated tokens: a burst, 64 tokens or fewer")
-
-
 def clause_findings(reading: list[Clause], found: list[Finding], fields: dict | None = None) -> list[Finding]:
     """What the clause reading adds to the rules' findings: a condition clause raises its rule (or makes
     the rule's finding as severe as the clause says, quoting the clause); clauses not understood raise
     ``not_understood``, each quoted."""
     by_rule = {f.rule: f for f in found}
     out = list(found)
-    short = _short_output(fields) if fields is not None else None
-    if short is not None:
-        reading = [*reading, short]
     scope = (fields or {}).get("scope")
     for c in reading:
         if c.reading != "condition" or not c.rule:

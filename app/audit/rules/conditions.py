@@ -153,6 +153,9 @@ _TG = re.compile(r"\btg\s?(\d+)\b", re.I)
 _PP = re.compile(r"\bpp\s?(\d+)\b", re.I)
 
 
+BURST_TOKENS = 64
+
+
 @rule("short_shape", "low",
       "The run is short (128 generated tokens or fewer, or 8k context or less): short runs flatter speculative "
       "decoding and warm caches.")
@@ -192,8 +195,14 @@ def short_shape(f, q, ctx):
         quotes.append(quote(f, q, ctx_field))
     if not reasons:
         return None
-    return {"numbers": numbers, "explanation": "A short shape: " + " and ".join(reasons) + ", with no longer run.",
-            "quotes": quotes}
+    out = {"numbers": numbers, "explanation": "A short shape: " + " and ".join(reasons) + ", with no longer run.",
+           "quotes": quotes}
+    if (gen is not None and 0 < gen <= BURST_TOKENS and gen_field in ("test", "gen_tokens")
+            and f.get("phase") not in ("prefill", "e2e")):
+        # a burst (ruleset 2026.12.5): 64 generated tokens or fewer blocks the headline, whatever words were used
+        out["severity"] = "high"
+        out["explanation"] += f" {gen:g} generated tokens is a burst, 64 tokens or fewer: it blocks the headline."
+    return out
 
 
 _CLOCKS = re.compile(r"jetson_clocks|\bmaxim(?:um|i[sz]ed)\b|\block(?:ed)?\b|\braised\b|\boverclock\w*|\bboost\w*|\bfixed\b|\bpinned\b|\bmax\b|"
