@@ -228,7 +228,8 @@ def _read_cached(field: str, text: str, known: tuple[str, ...], head: float | No
 
 
 def read_entry(fields: dict) -> list[Clause]:
-    """Every clause of the entry's describing text, in field order."""
+    """Every clause of the entry's describing text, in field order; a clause a reviewer has read (the
+    entry's ``clause_reviews``, from a ``clause`` correction) takes the reviewer's reading."""
     known = _known_values(fields)
     out: list[Clause] = []
     for name in READ_FIELDS:
@@ -242,6 +243,9 @@ def read_entry(fields: dict) -> list[Clause]:
                 v = "yes" if v else "no"
             if isinstance(v, (str, int, float)) and str(v).strip():
                 out.extend(read_text(f"extra.{key}", str(v), fields, known, key=str(key).replace("_", " ")))
+    reviews = fields.get("clause_reviews")
+    if isinstance(reviews, dict) and reviews:
+        out = [_reviewed(c, reviews.get(" ".join(c.text.split()))) for c in out]
     seen, unique = set(), []
     for c in out:   # the same words in two fields (a label that repeats the notes) are read once
         k = (c.text, c.reading, c.rule)
@@ -249,3 +253,19 @@ def read_entry(fields: dict) -> list[Clause]:
             seen.add(k)
             unique.append(c)
     return unique
+
+
+def _reviewed(c: Clause, review) -> Clause:
+    """The clause as the reviewer read it: ``benign``, or a ``condition`` raising the rule they named (its
+    severity is the rule's, given by the audit; ``kind`` says a reviewer chose it and ``detail`` who)."""
+    if not isinstance(review, dict) or review.get("reading") not in ("benign", "condition"):
+        return c
+    by = review.get("by") or "a reviewer"
+    if review["reading"] == "benign":
+        return Clause(c.field, c.text, c.start, c.end, "benign", kind="reviewer",
+                      detail=f"read as benign by {by} (correction {review.get('correction')})")
+    rule = review.get("rule")
+    if not isinstance(rule, str) or not rule:
+        return c
+    return Clause(c.field, c.text, c.start, c.end, "condition", rule, None, "reviewer",
+                  f"{c.text} (read as {rule} by {by}, correction {review.get('correction')})")
