@@ -167,3 +167,12 @@ def test_entry_page_form_reads_a_clause_with_csrf(cli, server, client, app):
                                                            "next": f"/entries/{lucky}"}, follow_redirects=False)
     assert r.status_code == 303, r.text
     assert "best_of" in _state(app.state.db, "Qwen3-32B")[3]
+
+
+def test_history_says_a_clause_was_read_not_a_dict(cli, server, client, app):
+    _setup(cli, server)
+    db = app.state.db
+    quiet, *_ = _state(db, "Llama-3-8B")
+    review.read_clause(db, db.settings, quiet, QUIET, "benign", "a machine's name", actor="alice")
+    page = client.get(f"/entries/{quiet}").text
+    assert "a reviewer read 1 clause of the notes" in page and "{&#39;" not in page
