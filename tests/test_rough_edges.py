@@ -111,3 +111,25 @@ def test_source_add_from_archive_reads_imported_captures(tmp_path, cli, client, 
     with app.state.db.Session() as s:
         src = s.scalar(select(Source).where(Source.name == "board"))
         assert s.scalar(select(Snapshot.source_id).where(Snapshot.citation_id == cid)) == src.id
+
+
+def test_from_archive_on_both_databases(tmp_path, backend_settings):
+    """The same adoption through the CLI on SQLite and PostgreSQL: entries read from the imported capture."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+
+    url = "http://boards.test/pg.md"
+    path = tmp_path / "pg.warc.gz"
+    path.write_bytes(warcio_record(url, BOARD, date="2026-05-02T10:00:00Z", ctype="text/markdown"))
+    runner = CliRunner()
+
+    def run(*args):
+        return runner.invoke(main, list(args), obj=CliContext(backend_settings), catch_exceptions=False)
+
+    assert run("import-warc", str(path)).exit_code == 0
+    r = run("source", "add", "pg-board", url, "--kind", "markdown", "--from-archive", "--json")
+    body = json.loads(r.stdout)
+    assert r.exit_code == 0 and len(body["adopted"]) == 1 and body["report"]["new"] == 2, r.stdout
+    assert list(body)[0] == "ok" and body["source"]["name"] == "pg-board"

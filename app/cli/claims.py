@@ -16,10 +16,8 @@ from app.claims.sources import KINDS, add_source, list_sources, remove_source
 from app.watch.schedule import format_every, parse_every, set_schedule
 from app.errors import NotFound
 from app.claims.sources import source_json
-import ipaddress
-from urllib.parse import urlsplit
 from app.demo.run import demo_sources
-from archive.fetcher import parse_allowed_hosts
+from archive.fetcher import parse_allowed_hosts, written_address_problem
 
 SHOWN_WARNINGS = 5
 
@@ -205,25 +203,6 @@ def report_json(r) -> dict:
             "warnings": list(s.warnings), "error": r.error, "kind_note": r.kind_note}
 
 
-def _on_this_machine(url: str) -> bool:
-    """The URL names this machine or a private network by its address (no DNS lookup)."""
-    host = (urlsplit(url).hostname or "").strip("[]").lower()
-    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
-
-
-def _listed(url: str, allowed) -> bool:
-    """Whether the URL's host:port is on CAVEAT_ALLOW_PRIVATE_HOSTS."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return ((parts.hostname or "").lower(), port) in allowed
-
-
 def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     """Sources the crawler would refuse (addresses on this machine, private addresses off): skipped with
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
@@ -235,7 +214,7 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
 
     allowed = parse_allowed_hosts(getattr(obj.settings, "allow_private_hosts", ""))
     for src in sources:
-        if not _on_this_machine(src.url) or _listed(src.url, allowed):
+        if written_address_problem(src.url, False, allowed) is None:  # the check `source add` makes
             keep.append(src)
         elif src.name in demo_names:
             skipped.append(f"{src.name}: skipped, {src.url} is the demo's sample server, which runs only while "
