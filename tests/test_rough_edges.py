@@ -99,6 +99,11 @@ def test_source_add_from_archive_reads_imported_captures(tmp_path, cli, client, 
     assert body["ok"] is True and body["entry"]["snapshot"] == cid
     cite = client.get(f"/c/{cid}.json").json()
     assert cite["ok"] is True
+    # the entry's citation opens the imported capture with its figure quoted and audited
+    assert body["entry"]["flags"] and body["entry"]["citation"].startswith(f"http://caveat.test/c/{cid}?q=")
+    quoted = client.get(body["entry"]["citation"].removeprefix("http://caveat.test"),
+                        headers={"Accept": "application/json"}).json()
+    assert quoted["ok"] is True and quoted["matched"] == str(body["entry"]["headline_tps"]), quoted
     # a second source for the same URL adopts nothing: the snapshot is owned
     r = cli("source", "add", "board2", url, "--from-archive", "--json")
     body = json.loads(r.stdout)
