@@ -116,6 +116,7 @@ def test_source_add_from_archive_reads_imported_captures(tmp_path, cli, client, 
     with app.state.db.Session() as s:
         src = s.scalar(select(Source).where(Source.name == "board"))
         assert s.scalar(select(Snapshot.source_id).where(Snapshot.citation_id == cid)) == src.id
+        assert len(list(s.scalars(select(Entry).where(Entry.source_id == src.id)))) == 2  # read again
 
 
 def test_from_archive_on_both_databases(tmp_path, backend_settings):
