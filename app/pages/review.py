@@ -71,7 +71,7 @@ def snapshot_entries(session: Session, snap: Snapshot) -> list[dict]:
     for eid, gone, fields, prov in rows:
         sel = ((prov or {}).get("_selectors") or {}).get("headline_tps") or {}
         out.append({"id": eid, "gone": bool(gone), "fields": fields or {}, "start": sel.get("start"),
-                    "end": sel.get("end"), "reviewed": sorted(((prov or {}).get("_reviewer") or {}))})
+                    "end": sel.get("end"), "reviewed": sorted((prov or {}).get("_reviewer") or {})})
     return out
 
 
