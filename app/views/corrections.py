@@ -80,7 +80,7 @@ async def correct_entry(entry_id: int, request: Request, session: Session = Depe
                            "sent": {k: form.get(k) for k in (*CORRECTABLE, "why", "action") if form.get(k)},
                            "current": err.detail.get("current") if stale else None}
         return render(request, "entry.html", data, as_json=False, user=user, status=data["problem"]["status"])
-    return redirect(f"/entries/{entry_id}?corrected={result['correction_id']}#corrections")
+    return redirect(f"/entries/{entry_id}?corrected={result['correction_id']}#corrected-notice")
 
 
 @router.get("/c/{typed}/review")
@@ -107,8 +107,8 @@ async def add_figure(typed: str, request: Request, user: User = Depends(auth.req
     result = await run_in_threadpool(review.add_entry, request.app.state.db, request.app.state.settings, cid,
                                      "", "", "", fields, form.get("why"), actor=user.username, user_id=user.id, at=at)
     if result.get("entry_id"):
-        return redirect(f"/entries/{result['entry_id']}?corrected={result['correction_id']}#corrections")
-    return redirect(f"/c/{cid}/review?added={result['correction_id']}")
+        return redirect(f"/entries/{result['entry_id']}?corrected={result['correction_id']}#corrected-notice")
+    return redirect(f"/c/{cid}/review?added={result['correction_id']}#added-notice")
 
 
 @router.post("/c/{typed}/checked")

@@ -20,7 +20,7 @@
     }
     if (ev.ctrlKey || ev.metaKey || ev.altKey || typing(ev.target)) { return; }
     var target = null;
-    if (ev.key === "c") { target = document.querySelector("#correct-form input, #correct-form select"); }
+    if (ev.key === "c") { target = document.querySelector("#correct-form input:not([type=hidden]), #correct-form select"); }
     if (ev.key === "x") { target = document.getElementById("reject-why"); }
     if (target) {
       ev.preventDefault();
