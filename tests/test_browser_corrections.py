@@ -21,7 +21,7 @@ from sqlalchemy import select
 from app.accounts import auth
 from app.models import Correction, Snapshot
 from tests.test_browser_ui import browser  # noqa: F401  (fixture)
-from tests.test_corrections import _entry, _live, _setup
+from tests.test_corrections import _entry, _live
 from tests.test_corrections_pages import NOTES
 
 pytestmark = pytest.mark.browser
