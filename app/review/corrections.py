@@ -19,6 +19,7 @@ from app.crawl.workflow import parse_archived, reapply_latest
 from app.db import Database
 from app.errors import BadRequest, Conflict, NotFound, PreconditionFailed
 from app.models import ChangeEvent, Correction, Entry, EntryVersion, Snapshot, utcnow
+from app.replay.citations import lookup
 from app.storage.snapshots import find_by_citation
 from app.watch.hooks import queue_deliveries
 
@@ -126,7 +127,7 @@ def mark_checked(db: Database, settings: Settings, citation: str, why: str, *, a
     are what it claims (a ``checked`` correction, in the WARC files like the others; its selector is empty)."""
     why = store.check_reason(why)
     with db.Session() as s:
-        snap = find_by_citation(s, citation)
+        snap = lookup(s, settings, citation)   # a withheld capture: its tombstone (Withheld), nothing stored
         if snap.source_id is None:
             raise BadRequest(f"snapshot {citation} belongs to no source, so no entry is read from it to check")
         s.expunge(snap)

@@ -94,10 +94,20 @@ def review_view(typed: str, request: Request, session: Session = Depends(get_ses
                   added=request.query_params.get("added"), checked=request.query_params.get("checked"))
 
 
-@router.post("/c/{typed}/entries")
-async def add_figure(typed: str, request: Request, user: User = Depends(auth.require_user)):
-    form = await _form(request)
+def _public(request: Request, session: Session, typed: str, user: User | None) -> str:
+    """The canonical id of a capture a form may write about: a withheld one answers its tombstone (403 /
+    410) whoever asks, as every route naming a capture does; then the reviewer must be signed in."""
     cid = _canonical(typed)
+    citations.lookup(session, request.app.state.settings, cid)
+    auth.require_user(user)
+    return cid
+
+
+@router.post("/c/{typed}/entries")
+async def add_figure(typed: str, request: Request, session: Session = Depends(get_session),
+                     user: User | None = Depends(auth.current_user)):
+    cid = _public(request, session, typed, user)
+    form = await _form(request)
     try:
         at = (int(form.get("start") or ""), int(form.get("end") or ""))
     except ValueError:
@@ -112,9 +122,10 @@ async def add_figure(typed: str, request: Request, user: User = Depends(auth.req
 
 
 @router.post("/c/{typed}/checked")
-async def mark_checked(typed: str, request: Request, user: User = Depends(auth.require_user)):
+async def mark_checked(typed: str, request: Request, session: Session = Depends(get_session),
+                       user: User | None = Depends(auth.current_user)):
+    cid = _public(request, session, typed, user)
     form = await _form(request)
-    cid = _canonical(typed)
     result = await run_in_threadpool(review.mark_checked, request.app.state.db, request.app.state.settings, cid,
                                      form.get("why"), actor=user.username, user_id=user.id)
     return redirect(f"/c/{cid}/review?checked={result['correction_id']}#checked")
