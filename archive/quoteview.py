@@ -227,22 +227,22 @@ class Document:
         carrying its position in the decoded source (``data-start``/``data-end``), for the archived page
         view where a reviewer picks a figure. The marks must not overlap and be in text order."""
         self.cut = False
-        tags = [f'<mark class="fig fig-{escape(st)}" id="fig-{n}" data-n="{n}" data-start="{s}" '
+        openings = [f'<mark class="fig fig-{escape(st)}" id="fig-{n}" data-n="{n}" data-start="{s}" '
                 f'data-end="{s + (m.end - m.start) if m.source_end is None else m.source_end}"'
                 + (' tabindex="0">' if st == "unread" else '>')
                 for n, (m, st, s) in enumerate(zip(marks, statuses, starts), 1)]
-        return self._render(marks, tags=tags)
+        return self._render(marks, openings=openings)
 
-    def _render(self, marks: list[Occurrence], head: bool = False, tags: list[str] | None = None) -> str:
+    def _render(self, marks: list[Occurrence], head: bool = False, openings: list[str] | None = None) -> str:
         """Inert HTML of the document with each occurrence in ``<mark>`` (the first ``id="quote"``,
         the others ``id="quote-2"``...); the rows and cells holding one get class ``quote-row`` /
         ``quote-cell``."""
         if self.kind != "html" or any(m.where == "source" for m in marks):
-            return self._render_plain(marks, head, tags)
+            return self._render_plain(marks, head, openings)
         last = max((m.end for m in marks), default=0) if head else None
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
         hot: set[int] = set()
-        for m in (marks if tags is None else []):
+        for m in (marks if openings is None else []):
             i = self._piece_at(m.start)
             el = self.pieces[i][3] if i is not None else None
             for tags in (CELLS, {"tr"}):
@@ -258,7 +258,7 @@ class Document:
             op = step[0]
             if op == "piece":
                 t0, n, _, _ = self.pieces[step[1]]
-                out.append(_marked(text, t0, t0 + n, spans, ends, tags))
+                out.append(_marked(text, t0, t0 + n, spans, ends, openings))
                 past = past or (last is not None and t0 + n >= last)
             elif past and op == "close" and step[1] in BLOCKS:
                 out.append(f"</{step[1]}>")
@@ -283,7 +283,7 @@ class Document:
                 opened.pop() if opened else None
         return "".join(out)
 
-    def _render_plain(self, marks: list[Occurrence], head: bool = False, tags: list[str] | None = None) -> str:
+    def _render_plain(self, marks: list[Occurrence], head: bool = False, openings: list[str] | None = None) -> str:
         hay = self.source if (self.kind != "html" or any(m.where == "source" for m in marks)) else self.text
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
         end = len(hay)
@@ -291,12 +291,13 @@ class Document:
             nl = hay.find("\n", spans[-1][1])
             end = len(hay) if nl < 0 else nl + 1
             self.cut = end < len(hay)
-        return f'<pre class="page-source">{_marked(hay, 0, end, spans, tags=tags)}</pre>'
+        return f'<pre class="page-source">{_marked(hay, 0, end, spans, openings=openings)}</pre>'
 
 
-def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None, tags: list[str] | None = None) -> str:
+def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None,
+            openings: list[str] | None = None) -> str:
     """``text[a:b]`` escaped, with the parts inside ``spans`` (start, end, n) in ``<mark>`` (the opening
-    tag ``tags[n - 1]`` when given)."""
+    tag ``openings[n - 1]`` when given)."""
     out, cur = [], a
     ends = [e for _, e, _ in spans] if ends is None else ends
     for k in range(bisect_right(ends, a), len(spans)):   # spans do not overlap: their ends are sorted too
@@ -309,7 +310,7 @@ def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None, tag
         out.append(escape(text[cur:s2], quote=False))
         ident = ("quote" if n == 1 else f"quote-{n}") if s2 == s else None
         id_attr = f' id="{ident}"' if ident else ""
-        opening = tags[n - 1] if tags is not None else f'<mark{id_attr} class="quote" data-n="{n}">'
+        opening = openings[n - 1] if openings is not None else f'<mark{id_attr} class="quote" data-n="{n}">'
         out.append(f'{opening}{escape(text[s2:e2], quote=False)}</mark>')
         cur = e2
     out.append(escape(text[cur:b], quote=False))
