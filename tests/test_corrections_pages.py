@@ -231,3 +231,27 @@ def test_citation_of_a_corrected_figure_says_so(cli, server, client, app):
     other = client.get(qwen["citation"][qwen["citation"].index("/c/"):])
     assert BeautifulSoup(other.text, "html.parser").find(id="corrected-reading") is None
     assert json.dumps(twin)  # the twin is plain JSON
+
+
+def test_figure_marks_on_hostile_html_are_inert_and_pinned_to_the_source():
+    from archive import quoteview
+
+    source = ('<html><head><script>alert(1)</script></head><body onload="steal()">'
+              '<table><tr><th>Model</th><th>tok/s</th></tr><tr><td>Llama-3-8B</td><td>120.5</td></tr>'
+              '<tr><td colspan="2"><img src=x onerror="steal()">48.3 tok/s <a href="javascript:x()">link</a></td></tr>'
+              '</table></body></html>')
+    doc = quoteview.build(source, "html")
+    marks = []
+    for exact in ("120.5", "48.3"):
+        occ = doc.occurrences(exact)[0]
+        marks.append(occ)
+    html = doc.render_figures(marks, ["read", "unread"], [m.source_start for m in marks])
+    soup = BeautifulSoup(html, "html.parser")
+    figs = soup.find_all("mark", class_="fig")
+    assert [f.text for f in figs] == ["120.5", "48.3"]
+    for f in figs:
+        assert source[int(f["data-start"]):int(f["data-end"])] == f.text   # the decoded source's offsets
+    assert figs[1].get("tabindex") == "0" and figs[0].get("tabindex") is None
+    assert soup.find("td", colspan="2") is not None                        # the structure stays
+    assert not soup.find_all(["script", "img", "a"]) and "onload" not in html and "onerror" not in html
+    assert "javascript:" not in html and "alert(1)" not in html
