@@ -10,6 +10,9 @@ HTML and JSON are built from these same dicts (``app/views/corrections.py``, ``a
 from __future__ import annotations
 
 import re
+import threading
+from bisect import bisect_left
+from collections import OrderedDict
 
 from sqlalchemy import select
 from sqlalchemy.orm import Session
@@ -33,7 +36,7 @@ FORM_FIELDS = (
 )
 GUESSED = ("model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "phase", "scope",
            "concurrency", "test", "draft_tokens", "spec_method")
-_FIGURE = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,])\d+(?:\.\d+)?(?![\w]|\.\d)")
+_FIGURE = re.compile(r"(?<![\w.\-/])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,\-/])\d+(?:\.\d+)?(?![\w]|\.\d)")
 _TPS_WORDS = re.compile(r"tok(?:en)?s?\s*/\s*s|\bt/s\b|\btps\b|tokens?\s+per\s+second|throughput|tg\d+|pp\d+",
                         re.IGNORECASE)
 MAX_FIGURES = 3000   # figures marked on one page at most (the rest are shown unmarked)
@@ -91,40 +94,73 @@ def guesses(entries: list[dict], source: str, start: int) -> dict:
     return {k: best["fields"][k] for k in GUESSED if best["fields"].get(k) is not None} | {"_from": best["id"]}
 
 
-def archived_view(session: Session, settings: Settings, citation_id: str) -> dict:
-    """The archived page, inert, every figure in it marked: ``read`` (an entry's headline; links to it),
-    ``unread`` (a figure near tok/s words that no entry reads: one click starts the add form) or plain.
-    Each figure carries its position in the decoded text (the parsers' offsets), its quote selector and,
-    for the ones not read, the reader's guesses for the form."""
-    snap = citations.lookup(session, settings, citation_id)
-    stored = citations.check_fixity(session, settings, snap)
-    source, kind = citations.document_source(stored)
+def _layout(source: str, kind: str) -> tuple[quoteview.Document, list[tuple[int, int, int, int, bool]]]:
+    """The page read once: its inert document and every figure in its visible text as (text start, text
+    end, source start, source end, near tok/s words)."""
     doc = quoteview.build(source, kind)
-    entries = snapshot_entries(session, snap)
-    read_at = {e["start"]: e for e in entries if isinstance(e.get("start"), int)}
-    figures, marks = [], []
-    for m in _FIGURE.finditer(doc.text):
-        if len(figures) >= MAX_FIGURES:
+    text = doc.text
+    words = [m.start() for m in _TPS_WORDS.finditer(text)]
+    out = []
+    for m in _FIGURE.finditer(text):
+        if len(out) >= MAX_FIGURES:
             break
-        s0 = doc.to_source(m.start())
-        last = doc.to_source(m.end() - 1)
+        s0, last = doc.to_source(m.start()), doc.to_source(m.end() - 1)
         if s0 is None or last is None or source[s0:last + 1] != m.group(0):
             continue
+        line_a = text.rfind("\n", 0, m.start()) + 1
+        line_b = text.find("\n", m.end())
+        lo, hi = max(line_a, m.start() - 160), (len(text) if line_b < 0 else min(line_b, m.end() + 160))
+        k = bisect_left(words, lo)
+        out.append((m.start(), m.end(), s0, last + 1, k < len(words) and words[k] < hi))
+    return doc, out
+
+
+def _cached(cache: OrderedDict, key, make, size: int = 16):
+    with _LOCK:
+        if key in cache:
+            cache.move_to_end(key)
+            return cache[key]
+    value = make()
+    with _LOCK:
+        cache[key] = value
+        while len(cache) > size:
+            cache.popitem(last=False)
+    return value
+
+
+_LOCK = threading.Lock()
+_LAYOUTS: OrderedDict = OrderedDict()    # (citation id, digest) -> _layout(...): an archived page never changes
+_RENDERS: OrderedDict = OrderedDict()    # (citation id, digest, statuses) -> the page's marked HTML
+
+
+def archived_view(session: Session, settings: Settings, citation_id: str) -> dict:
+    """The archived page, inert, every figure in it marked: ``read`` (an entry's headline; links to it),
+    ``unread`` (a figure near tok/s words that no entry reads: one click starts the add form),
+    ``rejected`` or ``plain``. Each figure carries its position in the decoded text (the parsers' offsets)
+    and, for the ones not read, the reader's guesses for the form."""
+    snap = citations.lookup(session, settings, citation_id)
+    stored = citations.check_fixity(session, settings, snap)   # recomputed on every read, as /c/{id} does
+    key = (snap.citation_id, snap.sha256 or snap.payload_digest or snap.record_id)
+    source, kind = citations.document_source(stored)
+    doc, layout = _cached(_LAYOUTS, key, lambda: _layout(source, kind))
+    entries = snapshot_entries(session, snap)
+    read_at = {e["start"]: e for e in entries if isinstance(e.get("start"), int)}
+    figures = []
+    for n, (t0, t1, s0, s1, near) in enumerate(layout, 1):
         e = read_at.get(s0)
-        line_a = doc.text.rfind("\n", 0, m.start()) + 1
-        line_b = doc.text.find("\n", m.end())
-        near = doc.text[max(line_a, m.start() - 160):(len(doc.text) if line_b < 0 else min(line_b, m.end() + 160))]
-        status = ("rejected" if e["gone"] else "read") if e else ("unread" if _TPS_WORDS.search(near) else "plain")
-        fig = {"n": len(figures) + 1, "exact": m.group(0), "start": s0, "end": last + 1, "status": status,
+        status = ("rejected" if e["gone"] else "read") if e else ("unread" if near else "plain")
+        fig = {"n": n, "exact": source[s0:s1], "start": s0, "end": s1, "status": status,
                "entry": e["id"] if e else None}
         if status == "unread":
             fig["guess"] = guesses(entries, source, s0)
         figures.append(fig)
-        marks.append(quoteview.Occurrence(m.start(), m.end(), "text", s0, last + 1))
-    html = doc.render_figures(marks, [f["status"] for f in figures], [f["start"] for f in figures])
+    statuses = tuple(f["status"] for f in figures)
+    marks = [quoteview.Occurrence(t0, t1, "text", s0, s1) for t0, t1, s0, s1, _ in layout]
+    html = _cached(_RENDERS, (*key, statuses),
+                   lambda: doc.render_figures(marks, list(statuses), [f["start"] for f in figures]))
     return {"ok": True, "id": snap.citation_id, "url": snap.url, "timestamp": snap.timestamp,
             "source_id": snap.source_id, "html": html, "figures": figures,
-            "counts": {s: sum(f["status"] == s for f in figures) for s in ("read", "unread", "rejected", "plain")},
+            "counts": {s: statuses.count(s) for s in ("read", "unread", "rejected", "plain")},
             "entries": [{k: e[k] for k in ("id", "gone", "start", "end")} | {"fields": e["fields"]} for e in entries],
             "checked": checked_marks(session, snap.citation_id), "fields": [
                 {"name": n, "label": lab, "kind": "choice" if isinstance(k, tuple) else k,
