@@ -200,6 +200,36 @@ class Document:
                 "header": _clean(header.text_content()) if header is not None else None,
                 "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
 
+    def column_header(self, text_pos: int, cache: dict) -> str | None:
+        """The header text of the table column holding the visible text at ``text_pos`` (None outside a
+        table cell or without a header row). ``cache`` keeps each table's header cells between calls,
+        so a whole page's figures cost one pass over each table's rows."""
+        i = self._piece_at(text_pos)
+        cell = _up(self.pieces[i][3] if i is not None else None, CELLS)
+        row = _up(cell, {"tr"})
+        table = _up(row, {"table"})
+        if cell is None or row is None or table is None:
+            return None
+        col = 0
+        for sib in row:
+            if sib is cell:
+                break
+            if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
+                col += _span(sib)
+        if id(table) not in cache:
+            header = None
+            for r in table.iter("tr"):
+                cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+                if cells and all(c.tag.lower() == "th" for c in cells) and _up(r, {"table"}) is table:
+                    header = cells
+                    break
+            cache[id(table)] = (table, header)   # the table is kept so its id is not reused
+        header = cache[id(table)][1]
+        if not header or row is _up(header[0], {"tr"}):
+            return None
+        found = _cell_at(header, col)
+        return _clean(found.text_content()) if found is not None else None
+
     def matched(self, occ: Occurrence) -> str:
         hay = self.text if occ.where == "text" else self.source
         return hay[occ.start:occ.end]

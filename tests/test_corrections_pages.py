@@ -255,3 +255,15 @@ def test_figure_marks_on_hostile_html_are_inert_and_pinned_to_the_source():
     assert soup.find("td", colspan="2") is not None                        # the structure stays
     assert not soup.find_all(["script", "img", "a"]) and "onload" not in html and "onerror" not in html
     assert "javascript:" not in html and "alert(1)" not in html
+
+
+def test_a_cell_under_a_tok_s_column_that_no_entry_reads_is_marked_unread():
+    from app.pages.review import _layout
+
+    rows = "".join(f"<tr><td>Model-{i}</td><td>{i}</td><td>{100 + i}.5</td></tr>" for i in range(40))
+    source = f"<table><tr><th>Model</th><th>GPUs</th><th>Decode tok/s</th></tr>{rows}</table>"
+    doc, figs = _layout(source, "html")
+    near = {source[s0:s1]: flag for _t0, _t1, s0, s1, flag in figs}
+    assert near["139.5"] is True             # the last row, far from the header's words: its column says tok/s
+    assert near["39"] is False               # the GPUs column does not
+    assert len(figs) == 80                   # two per row: "Model-7" is a name, not a figure

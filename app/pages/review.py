@@ -23,6 +23,7 @@ from app.models import Entry, EntryVersion, Snapshot
 from app.replay import citations
 from app.review.corrections import checked_marks
 from archive import quoteview
+from scrapers.meaning import TPS_UNIT
 
 # the form's fields, in the order a reviewer reads an entry: (field, label, kind)
 FORM_FIELDS = (
@@ -37,8 +38,7 @@ FORM_FIELDS = (
 GUESSED = ("model", "hardware", "gpu_count", "engine", "engine_version", "quantization", "phase", "scope",
            "concurrency", "test", "draft_tokens", "spec_method")
 _FIGURE = re.compile(r"(?<![\w.\-/])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.,\-/])\d+(?:\.\d+)?(?![\w]|\.\d)")
-_TPS_WORDS = re.compile(r"tok(?:en)?s?\s*/\s*s|\bt/s\b|\btps\b|tokens?\s+per\s+second|throughput|tg\d+|pp\d+",
-                        re.IGNORECASE)
+_TPS_WORDS = TPS_UNIT   # the reader's own tok/s words
 MAX_FIGURES = 3000   # figures marked on one page at most (the rest are shown unmarked)
 
 
@@ -100,6 +100,7 @@ def _layout(source: str, kind: str) -> tuple[quoteview.Document, list[tuple[int,
     doc = quoteview.build(source, kind)
     text = doc.text
     words = [m.start() for m in _TPS_WORDS.finditer(text)]
+    headers: dict = {}
     out = []
     for m in _FIGURE.finditer(text):
         if len(out) >= MAX_FIGURES:
@@ -111,7 +112,10 @@ def _layout(source: str, kind: str) -> tuple[quoteview.Document, list[tuple[int,
         line_b = text.find("\n", m.end())
         lo, hi = max(line_a, m.start() - 160), (len(text) if line_b < 0 else min(line_b, m.end() + 160))
         k = bisect_left(words, lo)
-        out.append((m.start(), m.end(), s0, last + 1, k < len(words) and words[k] < hi))
+        near = k < len(words) and words[k] < hi
+        if not near and doc.kind == "html":   # a cell under a tok/s column
+            near = bool(_TPS_WORDS.search(doc.column_header(m.start(), headers) or ""))
+        out.append((m.start(), m.end(), s0, last + 1, near))
     return doc, out
 
 
@@ -135,7 +139,8 @@ _RENDERS: OrderedDict = OrderedDict()    # (citation id, digest, statuses) -> th
 
 def archived_view(session: Session, settings: Settings, citation_id: str) -> dict:
     """The archived page, inert, every figure in it marked: ``read`` (an entry's headline; links to it),
-    ``unread`` (a figure near tok/s words that no entry reads: one click starts the add form),
+    ``unread`` (a figure that no entry reads with the reader's tok/s words near it, on its line or in its
+    table column's header: one click starts the add form),
     ``rejected`` or ``plain``. Each figure carries its position in the decoded text (the parsers' offsets)
     and, for the ones not read, the reader's guesses for the form."""
     snap = citations.lookup(session, settings, citation_id)
