@@ -65,3 +65,42 @@ def test_export_checked_pages_scores_one_against_the_corrected_entries(cli, serv
     # the parser alone (no corrections) does not: the labels carry the reviewer's work
     bare = scorer.score_corpus(labels)
     assert bare["recall"] < 1.0 and bare["precision"] < 1.0, scorer.report(bare)
+
+
+def test_checked_and_export_survive_a_lost_database_on_both_backends(backend_settings, backend_db, server, tmp_path):
+    """SQLite and PostgreSQL alike: the checked mark and the three corrections come back from the WARC files
+    after the database is lost, and the export after the reindex is the export before it."""
+    from click.testing import CliRunner
+
+    from app.cli import main
+    from app.cli.context import CliContext
+    from app.rebuild.reindex import reindex_all
+    from tests.test_reindex import _lose_database
+
+    db, settings = backend_db, backend_settings
+
+    def cli(*args, settings_override=None):
+        return CliRunner().invoke(main, list(args), obj=CliContext(settings), catch_exceptions=False)
+
+    url = server.route("/board.md", BOARD, content_type="text/markdown")
+    assert cli("source", "add", "board", url, "--kind", "markdown", settings_override=settings).exit_code == 0
+    assert cli("crawl", settings_override=settings).exit_code == 0
+    with db.Session() as s:
+        cid = s.scalar(select(Snapshot.citation_id).where(Snapshot.source_id.is_not(None)))
+    review.fix_entry(db, settings, _entry(db, "Llama-3-8B").id, {"model": "Llama-3.1-8B"}, "title", actor="alice")
+    review.reject_entry(db, settings, _entry(db, "Qwen3-32B").id, "a vendor ad", actor="alice")
+    review.add_entry(db, settings, cid, "140.2", "scored ", " on", {"model": "Mistral-7B"}, "footnote", actor="alice")
+    review.mark_checked(db, settings, cid, "every figure read", actor="alice")
+    before = tmp_path / "exports" / "before"
+    assert cli("corpus", "export", str(before), settings_override=settings).exit_code == 0
+    fresh = _lose_database(db)
+    reindex_all(fresh)
+    after = tmp_path / "exports" / "after"
+    r = cli("corpus", "export", str(after), settings_override=settings)
+    assert r.exit_code == 0 and "exported 1 checked page(s), 2 labelled entries" in r.output, r.output
+    name = f"board-{cid}.md"
+    a = json.loads((before / "labels" / f"{name}.json").read_text())
+    b = json.loads((after / "labels" / f"{name}.json").read_text())
+    assert a["entries"] == b["entries"] and a["origin"]["checked"] == b["origin"]["checked"]
+    assert sorted(e["model"] for e in b["entries"]) == ["Llama-3.1-8B", "Mistral-7B"]
+    fresh.dispose()
