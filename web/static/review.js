@@ -20,8 +20,9 @@
   function say(text) { status.textContent = text; }
 
   function pick(mark) {
-    var f = byN[mark.getAttribute("data-n")];
-    if (!f) { return; }
+    // a plain figure's data is its mark's own: its text and its position in the decoded text
+    var f = byN[mark.getAttribute("data-n")] || {status: "plain", exact: mark.textContent,
+      start: mark.getAttribute("data-start"), end: mark.getAttribute("data-end")};
     Array.prototype.forEach.call(page.querySelectorAll("mark.picked"), function (m) { m.classList.remove("picked"); });
     mark.classList.add("picked");
     if (f.status === "read" && f.entry) {
