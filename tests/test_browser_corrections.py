@@ -94,6 +94,8 @@ def test_reviewer_corrects_in_chromium_and_reparse_keeps_it(served, browser, cli
     page = browser.new_page(viewport={"width": 1366, "height": 900})
     llama = _entry(db, "Llama-3-8B")
     _sign_in(page, base, f"/entries/{llama.id}")
+    other = browser.new_page(viewport={"width": 1366, "height": 900})   # a second reviewer, loaded before the fix
+    _sign_in(other, base, f"/entries/{llama.id}")
     # fix a wrong model, by keyboard: c focuses the first field, Ctrl+Enter saves
     page.keyboard.press("c")
     assert page.evaluate("document.activeElement.id") == "fix-model"
@@ -107,6 +109,17 @@ def test_reviewer_corrects_in_chromium_and_reparse_keeps_it(served, browser, cli
     row = page.locator('#correct-form tr[data-field="model"]')
     assert row.locator(".provenance-badge").inner_text() == "reviewer"
     assert page.input_value("#fix-model") == "Llama-3.1-8B"
+    # the second tab's correction is stale: 409, the notice says so and shows the current state; nothing stored
+    other.fill("#fix-model", "Llama-3-70B")
+    other.fill("#fix-why", "I read it differently")
+    with other.expect_navigation() as nav:
+        other.focus("#fix-why")
+        other.keyboard.press("Control+Enter")
+    assert nav.value.status == 409
+    assert other.evaluate("document.activeElement.id") == "correction-problem"
+    assert "someone corrected this entry" in other.inner_text("#correction-problem")
+    assert other.input_value("#fix-model") == "Llama-3.1-8B"
+    other.close()
     # a correction without the CSRF token is refused (the signed-in cookie alone is not enough)
     status = page.evaluate("""async (id) => {
         const body = new URLSearchParams({action: 'fix', model: 'X', why: 'forged', version: '9'});
