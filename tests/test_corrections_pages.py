@@ -11,7 +11,7 @@ import json
 from bs4 import BeautifulSoup
 from sqlalchemy import select
 
-from app.models import Correction, Snapshot
+from app.models import Correction, EntryVersion, Entry, Snapshot
 from app.rebuild.reindex import reindex_all
 from tests.test_corrections import BOARD, _entry, _live, _setup
 from tests.test_csrf import _login
@@ -267,3 +267,26 @@ def test_a_cell_under_a_tok_s_column_that_no_entry_reads_is_marked_unread():
     assert near["139.5"] is True             # the last row, far from the header's words: its column says tok/s
     assert near["39"] is False               # the GPUs column does not
     assert len(figs) == 80                   # two per row: "Model-7" is a name, not a figure
+
+
+def test_a_later_capture_marks_the_figures_its_unchanged_entries_read(cli, server, client, app):
+    """An entry unchanged by a new capture keeps the version of the capture that first read it; the newer
+    capture's archived page view still marks its figure as read (found by its quote selector)."""
+    url = server.route("/board.md", BOARD, content_type="text/markdown")
+    assert cli("source", "add", "board", url, "--kind", "markdown").exit_code == 0
+    assert cli("crawl").exit_code == 0
+    server.route("/board.md", BOARD.replace("# Decode speed", "# Decode speed (updated)"), content_type="text/markdown")
+    assert cli("crawl").exit_code == 0
+    db = app.state.db
+    with db.Session() as s:
+        cids = list(s.scalars(select(Snapshot.citation_id).where(Snapshot.source_id.is_not(None))
+                              .order_by(Snapshot.timestamp, Snapshot.id)))
+    assert len(cids) == 2
+    with db.Session() as s:   # the entries' current versions were read from the first capture
+        read_from = set(s.scalars(select(Snapshot.citation_id).join(EntryVersion, EntryVersion.snapshot_id == Snapshot.id)
+                                  .join(Entry, Entry.current_version_id == EntryVersion.id)))
+    assert read_from == {cids[0]}
+    for cid in cids:
+        data = client.get(f"/c/{cid}/review.json").json()
+        read = sorted(f["exact"] for f in data["figures"] if f["status"] == "read")
+        assert read == ["120.5", "88.0"], (cid, read)

@@ -65,16 +65,29 @@ def correction_form(entry: dict) -> list[dict]:
     return rows
 
 
-def snapshot_entries(session: Session, snap: Snapshot) -> list[dict]:
-    """The entries whose current version was read from ``snap``: id, fields, headline position, gone."""
-    rows = session.execute(select(Entry.id, Entry.gone, EntryVersion.fields, EntryVersion.provenance)
+def snapshot_entries(session: Session, snap: Snapshot, text: str | None = None) -> list[dict]:
+    """The source's entries as read on ``snap``: id, fields, where their headline figure is in ``snap``'s
+    decoded ``text``, gone. An entry whose current version was read from another capture (an unchanged
+    entry keeps the version of the capture that first read it so) is found in ``text`` by its quote
+    selector; one whose figure is not there is left out."""
+    if snap.source_id is None:
+        return []
+    rows = session.execute(select(Entry.id, Entry.gone, EntryVersion.fields, EntryVersion.provenance,
+                                  EntryVersion.snapshot_id)
                            .join(EntryVersion, EntryVersion.id == Entry.current_version_id)
-                           .where(EntryVersion.snapshot_id == snap.id).order_by(Entry.id))
+                           .where(Entry.source_id == snap.source_id).order_by(Entry.id))
     out = []
-    for eid, gone, fields, prov in rows:
+    for eid, gone, fields, prov, snapshot_id in rows:
         sel = ((prov or {}).get("_selectors") or {}).get("headline_tps") or {}
-        out.append({"id": eid, "gone": bool(gone), "fields": fields or {}, "start": sel.get("start"),
-                    "end": sel.get("end"), "reviewed": sorted((prov or {}).get("_reviewer") or {})})
+        if snapshot_id == snap.id:
+            start, end = sel.get("start"), sel.get("end")
+        else:
+            at = store.locate(text, sel, same_snapshot=False) if text and sel.get("exact") else None
+            if at is None:
+                continue
+            start, end = at
+        out.append({"id": eid, "gone": bool(gone), "fields": fields or {}, "start": start, "end": end,
+                    "reviewed": sorted((prov or {}).get("_reviewer") or {})})
     return out
 
 
@@ -148,7 +161,7 @@ def archived_view(session: Session, settings: Settings, citation_id: str) -> dic
     key = (snap.citation_id, snap.sha256 or snap.payload_digest or snap.record_id)
     source, kind = citations.document_source(stored)
     doc, layout = _cached(_LAYOUTS, key, lambda: _layout(source, kind))
-    entries = snapshot_entries(session, snap)
+    entries = snapshot_entries(session, snap, source)
     read_at = {e["start"]: e for e in entries if isinstance(e.get("start"), int)}
     figures = []
     for n, (t0, t1, s0, s1, near) in enumerate(layout, 1):
