@@ -11,7 +11,7 @@ import json
 from bs4 import BeautifulSoup
 from sqlalchemy import select
 
-from app.models import Correction, EntryVersion, Entry, Snapshot
+from app.models import Correction, Entry, EntryVersion, Snapshot
 from app.rebuild.reindex import reindex_all
 from tests.test_corrections import BOARD, _entry, _live, _setup
 from tests.test_csrf import _login
