@@ -9,6 +9,9 @@ parser produces for that occurrence:
 - ``add``: a figure the parser missed; the entry stays when no parser reads it (when one does, the
   reviewer's fields are applied to the parser's entry instead, so there is never a duplicate);
 - ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone);
+- ``clause``: a reviewer's reading of one clause of the entry's notes (issue 25): ``benign``, or a
+  ``condition`` naming the rule it raises. It is carried in the entry's ``clause_reviews`` field, which the
+  audit's clause reader (``app.audit.rules.clauses``) takes over its own reading of that clause;
 - ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29);
 - ``checked``: "every figure checked": the reviewer read the whole page (its selector is empty); a
   checked page with its entries is a labelled page (``caveat corpus export``).
@@ -44,8 +47,10 @@ from archive.warcwriter import build_record
 from scrapers.fields import PHASES, SCOPES, ParsedEntry
 
 CONTENT_TYPE = "application/vnd.caveat.review+json"
-KINDS = ("fix", "add", "reject", "decision", "checked")
-APPLIED = ("fix", "add", "reject")   # the kinds that change what a parse yields
+KINDS = ("fix", "add", "reject", "clause", "decision", "checked")
+APPLIED = ("fix", "add", "reject", "clause")   # the kinds that change what a parse yields
+CLAUSE_READINGS = ("benign", "condition")
+MAX_CLAUSE = 4000   # characters (the clause reader reads at most this much of one field)
 # the fields a reviewer may correct, with their type (a tuple: the allowed values)
 CORRECTABLE: dict[str, type | tuple] = {
     "model": str, "hardware": str, "gpu_count": int, "engine": str, "engine_version": str,
@@ -92,6 +97,32 @@ def check_fields(values: dict) -> dict:
         else:
             out[name] = _typed_number(name, value, kind)
     return out
+
+
+def check_clause(clause, reading, rule, field: str | None = None) -> dict:
+    """A reviewer's reading of one clause, typed: ``{"clause", "field", "reading", "rule"}``; BadRequest
+    (nothing stored) for an empty clause, an unknown reading, or a condition without a rule. Whether the
+    rule exists and the clause is the entry's is checked by the caller, who knows the rules and the entry."""
+    text = " ".join(str(clause or "").split()) if isinstance(clause, str) else ""
+    if not text:
+        raise BadRequest("say which clause: give its text as shown in the entry's notes reading (--clause / \"clause\")")
+    if len(text) > MAX_CLAUSE:
+        raise BadRequest(f"the clause is {len(text):,} characters; a clause is at most {MAX_CLAUSE:,}")
+    if reading not in CLAUSE_READINGS:
+        raise BadRequest(f"reading must be one of {', '.join(CLAUSE_READINGS)}, not {reading!r}")
+    if reading == "condition":
+        if not isinstance(rule, str) or not rule.strip():
+            raise BadRequest("a condition names the rule it raises (--rule / \"rule\"), e.g. best_of")
+        rule = rule.strip()
+    else:
+        rule = None
+    return {"clause": text, "field": field if isinstance(field, str) and field else None, "reading": reading,
+            "rule": rule}
+
+
+def clause_key(text: str) -> str:
+    """How a clause is matched to a reviewer's reading of it: its words, whitespace collapsed."""
+    return " ".join((text or "").split())
 
 
 def _typed_number(name: str, value, kind: type):
@@ -235,6 +266,9 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
             pe = entries[i]
             pe.fields = dict(pe.fields)
             notes = applied.reviewed.setdefault(i, {})
+            if c.kind == "clause":
+                _read_clause(pe, notes, c)
+                continue
             for name, value in (c.fields or {}).items():
                 if name not in CORRECTABLE:
                     continue
@@ -248,6 +282,20 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
     applied.identity = [identity[i] for i in keep]
     applied.reviewed = {keep.index(i): v for i, v in applied.reviewed.items() if i in keep}
     return applied
+
+
+def _read_clause(pe: ParsedEntry, notes: dict, c: Correction) -> None:
+    """Carry a reviewer's reading of a clause in the entry's ``clause_reviews`` (clause words -> reading);
+    a later reading of the same clause replaces an earlier one."""
+    f = c.fields or {}
+    key = clause_key(f.get("clause") or "")
+    if not key or f.get("reading") not in CLAUSE_READINGS:
+        return
+    reviews = dict(pe.fields.get("clause_reviews") or {})
+    reviews[key] = {"reading": f["reading"], "rule": f.get("rule"), "field": f.get("field"), "correction": c.id,
+                    "by": c.actor}
+    pe.fields["clause_reviews"] = reviews
+    notes["clause_reviews"] = _note(c)
 
 
 def _added(text: str, pos: tuple[int, int], c: Correction) -> ParsedEntry:

@@ -202,10 +202,11 @@ def quote_corrections(session: Session, citation_id: str, exact: str | None, pre
     originals = _originals(session, snap.source_id, {c.id for c in rows})
     out = []
     for c in rows:
-        fields = [{"name": k, "original": originals.get(k), "corrected": v}
-                  for k, v in sorted((c.fields or {}).items())]
+        clause = dict(c.fields or {}) if c.kind == "clause" else None   # a reading of the notes, not a field
+        fields = [] if clause else [{"name": k, "original": originals.get(k), "corrected": v}
+                                    for k, v in sorted((c.fields or {}).items())]
         out.append({"kind": c.kind, "by": c.actor, "at": c.created_at.isoformat() if c.created_at else None,
-                    "why": c.reason, "fields": fields, "snapshot": c.citation_id})
+                    "why": c.reason, "fields": fields, "clause": clause, "snapshot": c.citation_id})
     return out
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audit.rules import CLAUSE_RULES, NOT_UNDERSTOOD, RULES, read_entry
 from app.claims import corrections as store
 from app.config import Settings
 from app.crawl.workflow import parse_archived, reapply_latest
@@ -81,6 +82,33 @@ def fix_entry(db: Database, settings: Settings, entry_id: int, fields: dict, why
 def reject_entry(db: Database, settings: Settings, entry_id: int, why: str, *, actor: str,
                  user_id: int | None = None, version: int | None = None) -> dict:
     return _correct(db, settings, "reject", entry_id, None, why, actor=actor, user_id=user_id, version=version)
+
+
+def readable_rules() -> list[str]:
+    """The rule ids a reviewer may name when reading a clause as a condition."""
+    return sorted(set(RULES) | (set(CLAUSE_RULES) - {NOT_UNDERSTOOD}))
+
+
+def read_clause(db: Database, settings: Settings, entry_id: int, clause: str, reading: str, why: str, *,
+                rule: str | None = None, actor: str, user_id: int | None = None, version: int | None = None) -> dict:
+    """A reviewer's reading of one clause of the entry's notes (issue 25): ``benign`` (the headline may be
+    quoted as far as that clause goes) or ``condition`` with the ``rule`` it raises. The clause must be one
+    Caveat reads in the entry's current notes (BadRequest otherwise, nothing stored); the reading is a
+    ``clause`` correction keyed to the entry's figure, so it survives reparse and reindex."""
+    value = store.check_clause(clause, reading, rule)
+    if value["rule"] is not None and value["rule"] not in readable_rules():
+        raise BadRequest(f"unknown rule {value['rule']!r}; a clause may be read as one of: {', '.join(readable_rules())}")
+    with db.Session() as s:
+        fields = entry_state(s, entry_id)["fields"]
+        v = s.get(EntryVersion, s.get(Entry, entry_id).current_version_id)
+        extra = (v.extra if v is not None else None) or {}
+    clauses = read_entry({**fields, "_extra": extra} if extra else fields)
+    match = next((c for c in clauses if store.clause_key(c.text) == value["clause"]), None)
+    if match is None:
+        shown = "; ".join(f"\u00ab{c.text}\u00bb" for c in clauses[:6]) or "none"
+        raise BadRequest(f"entry {entry_id}'s notes have no clause {value['clause']!r}; its clauses: {shown}")
+    value["field"] = match.field
+    return _correct(db, settings, "clause", entry_id, value, why, actor=actor, user_id=user_id, version=version)
 
 
 def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, version) -> dict:
