@@ -290,3 +290,21 @@ def test_a_later_capture_marks_the_figures_its_unchanged_entries_read(cli, serve
         data = client.get(f"/c/{cid}/review.json").json()
         read = sorted(f["exact"] for f in data["figures"] if f["status"] == "read")
         assert read == ["120.5", "88.0"], (cid, read)
+
+
+def test_selector_at_names_one_occurrence_even_among_repeated_rows():
+    import pytest
+
+    from app.claims.corrections import matches, selector_at
+    from app.errors import BadRequest
+
+    row = "| Llama-3-8B | RTX 4090 | vLLM | 120.5 |\n"
+    text = "# Runs\n\n" + row * 6 + "\nThe end.\n"
+    at = text.index("120.5", text.index("120.5") + 1 + len(row) * 2)   # the fourth row's figure
+    sel = selector_at(text, at, at + 5)
+    assert sel["exact"] == "120.5" and sel["start"] == at and sel["end"] == at + 5
+    assert matches(text, sel["exact"], sel["prefix"], sel["suffix"]) == [at]   # the quote alone names it
+    with pytest.raises(BadRequest, match="not a number"):
+        selector_at(text, text.index("vLLM"), text.index("vLLM") + 4)
+    with pytest.raises(BadRequest, match="not in the archived text"):
+        selector_at(text, len(text) - 2, len(text) + 10)
