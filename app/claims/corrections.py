@@ -12,7 +12,9 @@ parser produces for that occurrence:
 - ``clause``: a reviewer's reading of one clause of the entry's notes (issue 25): ``benign``, or a
   ``condition`` naming the rule it raises. It is carried in the entry's ``clause_reviews`` field, which the
   audit's clause reader (``app.audit.rules.clauses``) takes over its own reading of that clause;
-- ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29).
+- ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29);
+- ``checked``: "every figure checked": the reviewer read the whole page (its selector is empty); a
+  checked page with its entries is a labelled page (``caveat corpus export``).
 
 :func:`apply` runs inside ``store_parse`` for every snapshot of a source, at or after the snapshot the
 correction was made on (later snapshots are matched by the quote), so crawl, reparse and reindex keep
@@ -45,7 +47,8 @@ from archive.warcwriter import build_record
 from scrapers.fields import PHASES, SCOPES, ParsedEntry
 
 CONTENT_TYPE = "application/vnd.caveat.review+json"
-KINDS = ("fix", "add", "reject", "clause", "decision")
+KINDS = ("fix", "add", "reject", "clause", "decision", "checked")
+APPLIED = ("fix", "add", "reject", "clause")   # the kinds that change what a parse yields
 CLAUSE_READINGS = ("benign", "condition")
 MAX_CLAUSE = 4000   # characters (the clause reader reads at most this much of one field)
 # the fields a reviewer may correct, with their type (a tuple: the allowed values)
@@ -171,6 +174,22 @@ def select_quote(text: str, exact: str, prefix: str = "", suffix: str = "") -> d
     return {"exact": exact, "prefix": prefix or "", "suffix": suffix or "", "start": start, "end": start + len(exact)}
 
 
+def selector_at(text: str, start: int, end: int) -> dict:
+    """The selector of the figure at ``text[start:end]`` (a position the archived page view gave): its
+    quote with a prefix and suffix of 32 characters, longer where that still names several occurrences."""
+    if not (0 <= start < end <= len(text)):
+        raise BadRequest(f"the position {start}-{end} is not in the archived text ({len(text):,} characters); "
+                         "select the figure again on the archived page view")
+    exact = text[start:end]
+    figure_of(exact)
+    width = 32
+    while True:
+        prefix, suffix = text[max(0, start - width):start], text[end:end + width]
+        if len(matches(text, exact, prefix, suffix)) == 1 or (start - width <= 0 and end + width >= len(text)):
+            return {"exact": exact, "prefix": prefix, "suffix": suffix, "start": start, "end": end}
+        width *= 2
+
+
 def locate(text: str, sel: dict, *, same_snapshot: bool) -> tuple[int, int] | None:
     """Where the selector's figure is in ``text``: its position in its own snapshot (when the text there
     still says it), else the one occurrence its quote names; None when it is not there (or ambiguous)."""
@@ -196,7 +215,7 @@ def for_snapshot(session: Session, snapshot: Snapshot) -> list[Correction]:
     if snapshot.source_id is None:
         return []
     q = (select(Correction).join(Snapshot, Snapshot.citation_id == Correction.citation_id)
-         .where(Correction.source_id == snapshot.source_id, Correction.kind != "decision",
+         .where(Correction.source_id == snapshot.source_id, Correction.kind.in_(APPLIED),
                 Snapshot.timestamp <= snapshot.timestamp)
          .order_by(Correction.id))
     return list(session.scalars(q))
@@ -361,7 +380,8 @@ def for_entry(session: Session, source_id: int | None, citation_id: str | None, 
     """The corrections (and decisions) made on the figure an entry's headline was read from, oldest first."""
     if source_id is None or not citation_id or not isinstance(selector, dict):
         return []
-    rows = session.scalars(select(Correction).where(Correction.source_id == source_id).order_by(Correction.id))
+    rows = session.scalars(select(Correction).where(Correction.source_id == source_id, Correction.kind != "checked")
+                           .order_by(Correction.id))
     return [c for c in rows if same_figure(c.selector or {}, c.citation_id, selector, citation_id)]
 
 

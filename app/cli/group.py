@@ -28,6 +28,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'capture': ('app.cli.capture', 'Archive each URL as WARC (request, response, every redirect hop) and index it.'),
     'changes': ('app.cli.watch', 'What the crawls found changed or vanished, newest first, with both citations.'),
     'config': ('app.cli.core', 'Settings recorded in the data folder.'),
+    'corpus': ('app.cli.corpus', "Labelled pages from reviewers' work, for the reader's training and evaluation."),
     'crawl': ('app.cli.claims', 'Capture each source (all of them when no NAME is given), parse and store its claims, audit them.'),
     'db': ('app.cli.core', 'The database as a whole: copy an installation between SQLite and PostgreSQL.'),
     'demo': ('app.cli.demo', 'Run Caveat offline on bundled sample leaderboards: crawl, audit, and serve the reviewer UI.'),

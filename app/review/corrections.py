@@ -19,7 +19,8 @@ from app.config import Settings
 from app.crawl.workflow import parse_archived, reapply_latest
 from app.db import Database
 from app.errors import BadRequest, Conflict, NotFound, PreconditionFailed
-from app.models import ChangeEvent, Entry, EntryVersion, Snapshot, utcnow
+from app.models import ChangeEvent, Correction, Entry, EntryVersion, Snapshot, utcnow
+from app.replay.citations import lookup
 from app.storage.snapshots import find_by_citation
 from app.watch.hooks import queue_deliveries
 
@@ -125,15 +126,18 @@ def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, versi
 
 
 def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefix: str, suffix: str,
-              fields: dict | None, why: str, *, actor: str, user_id: int | None = None) -> dict:
+              fields: dict | None, why: str, *, actor: str, user_id: int | None = None,
+              at: tuple[int, int] | None = None) -> dict:
     """A figure the parser missed, from its snapshot and a quote selector validated against the decoded
-    archived text (none or several matches, or not a number: 400, nothing stored)."""
+    archived text (none or several matches, or not a number: 400, nothing stored). ``at``: the figure's
+    position in that text instead of the quote (the archived page view's selection)."""
     why = store.check_reason(why)
     fields = store.check_fields(fields or {})
     with db.Session() as s:
         snap = find_by_citation(s, citation)
         parsed = parse_archived(s, settings, snap)
-        sel = store.select_quote(parsed.text, quote, prefix or "", suffix or "")
+        sel = (store.selector_at(parsed.text, *at) if at is not None
+               else store.select_quote(parsed.text, quote, prefix or "", suffix or ""))
         store.figure_of(sel["exact"])
         if any(((pe.selectors or {}).get("headline_tps") or {}).get("start") == sel["start"] for pe in parsed.entries):
             raise Conflict(f"the reader already reads {sel['exact']!r} at that place as an entry; correct that "
@@ -143,6 +147,28 @@ def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefi
     cid = store.record(db, snap, "add", sel, fields, why, actor=actor, user_id=user_id,
                        then=lambda c: out.update(_apply(db, settings, c, snap, None, why, actor)))
     return {"correction_id": cid, **out}
+
+
+def mark_checked(db: Database, settings: Settings, citation: str, why: str, *, actor: str,
+                 user_id: int | None = None) -> dict:
+    """"Every figure checked": the reviewer read the whole page of snapshot ``citation`` and its entries
+    are what it claims (a ``checked`` correction, in the WARC files like the others; its selector is empty)."""
+    why = store.check_reason(why)
+    with db.Session() as s:
+        snap = lookup(s, settings, citation)   # a withheld capture: its tombstone (Withheld), nothing stored
+        if snap.source_id is None:
+            raise BadRequest(f"snapshot {citation} belongs to no source, so no entry is read from it to check")
+        s.expunge(snap)
+    cid = store.record(db, snap, "checked", {}, None, why, actor=actor, user_id=user_id)
+    return {"correction_id": cid, "snapshot": snap.citation_id}
+
+
+def checked_marks(session: Session, citation_id: str) -> list[dict]:
+    """Who marked snapshot ``citation_id``'s page as checked, when and why, oldest first."""
+    rows = session.scalars(select(Correction).where(Correction.citation_id == citation_id,
+                                                          Correction.kind == "checked")
+                           .order_by(Correction.id))
+    return [store.correction_json(c) for c in rows]
 
 
 def _apply(db: Database, settings: Settings, correction_id: int, snap: Snapshot, before: dict | None,
