@@ -194,6 +194,11 @@ def _around(drafts: list, blocks: list[Block], text: str) -> None:
             # the sentence right before and right after, when they hold no figure and are short: further
             # on, a post's sentences comment on other things ("the best CPU option", "copy-paste this")
             parts += [x for x in (_last_sentence(text[lo:sa]), _first_sentence(text[sb:hi])) if len(x) <= SENTENCE_MAX]
+            eol = text.find("\n", sa, sb)
+            end = sb if eol < 0 else eol
+            if end - sa > LABEL_MAX:     # the figure's own line past what its label keeps (a long log line)
+                cut = text.rfind(" ", sa, sa + LABEL_MAX)
+                parts.append(text[cut if cut > sa else sa + LABEL_MAX:min(end, sa + 4 * AROUND_MAX)].strip())
         key = (blk.start, blk.end)
         if len(figs) > NEIGHBOUR_FIGURES:
             cache[key] = ""      # a page of many figures: its paragraphs are about other figures too
@@ -207,6 +212,7 @@ def _around(drafts: list, blocks: list[Block], text: str) -> None:
 
 
 SENTENCE_MAX = 250
+LABEL_MAX = 200        # what scrapers.prose keeps of a figure's sentence as its label
 
 
 def _first_sentence(words: str) -> str:

@@ -225,3 +225,34 @@ def test_a_spread_of_runs_and_a_switched_off_setting_are_benign():
     off = read_entry({"headline_tps": 87.5, "notes": "the lossy alternative trades correctness for speed and is "
                                                      "deliberately disabled"})
     assert not any(c.rule == "lossy_setting" for c in off)
+
+
+@pytest.mark.parametrize("notes,head,not_rule", [
+    ("I repeated the whole thing seven times; the median was 44.1 tok/s", 44.1, "repetitive_prompt"),
+    ("one user: 19.5 tok/s", 19.5, "aggregate_as_single_stream"),
+    ("同時リクエスト1件（シングルユーザー）", 30.2, "aggregate_as_single_stream"),
+    ("Llama-3.1-8B via mlx-lm on an M3 Max: 53.48 tok/s", 53.48, "best_of"),
+    ("It averaged 31.4 tok/s over 5 runs (min 31.0, max 31.8)", 31.4, "best_of"),
+    ("Phi-4 Q5_K_M with llama.cpp Vulkan generates at 41.27 tok/s", 41.27, "short_shape"),
+    ("Avg generation throughput: 71.6 tokens/s, Running: 1 reqs, Prefix cache hit rate: 0.0%", 71.6, "warm_cache"),
+    ("median over 7 runs; slowest and fastest run within 1% of it", 40.0, "best_of"),
+])
+def test_statistics_and_names_are_not_conditions(notes, head, not_rule):
+    """Wordings that look like a condition and are not: a run repeated (not a prompt), a speed after "user:",
+    one concurrent request, a chip named Max, a spread of runs beside their mean, a decimal speed after
+    "generates", a prefix-cache hit rate of zero."""
+    fields = {"headline_tps": head, "notes": notes, "label": notes}
+    assert not_rule not in {f.rule for f in run_rules(fields, {})}
+
+
+def test_a_warm_prefix_cache_in_a_log_line_is_still_a_condition():
+    fields = {"headline_tps": 71.6, "notes": "Avg generation throughput: 71.6 tokens/s, Prefix cache hit rate: 97.3%"}
+    assert "warm_cache" in {f.rule for f in run_rules(fields, {})}
+
+
+@pytest.mark.parametrize("notes", ["power limit untouched (stock 350 W)", "compiled from source at tag b4788 with GGML_CUDA=ON",
+                                   "Running ROCm 6.3.1 with the amdgpu 6.10 driver", "average accepted length 2.6 per step",
+                                   "2048-token completions", "temp 0.7, top_p 0.9, repeat penalty 1.1", "805 instructions"])
+def test_more_benign_wordings_are_understood(notes):
+    assert all(c.reading == "benign" for c in read_entry({"headline_tps": 40.0, "notes": notes})), \
+        [(c.text, c.reading, c.detail) for c in read_entry({"headline_tps": 40.0, "notes": notes})]

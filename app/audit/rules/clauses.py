@@ -35,6 +35,7 @@ CONTEXT_FIELDS = ("caption", "lead", "prompt", "around")
 _NOTES_KEY = re.compile(r"note|remark|comment|condition|detail|descr|caveat|备注|備考|注|说明|説明|コメント", re.I)
 MAX_TEXT = 4000  # characters of one field read clause by clause (a pasted log is not notes)
 MAX_CLAUSES = 40
+LABEL_CUT = 200    # the reader keeps a prose figure's sentence as its label, cut at this many characters
 
 _SPLIT = re.compile(
     r"\s*(?:;|\|(?!\|)|•|·|\s[-–—]\s|(?<=[.!?])\s+(?=[A-Z(\"'])|\n+|[。；！？]|[，、](?!\d)|,(?!\d{3}\b)\s*"
@@ -244,6 +245,8 @@ def read_entry(fields: dict) -> list[Clause]:
     out: list[Clause] = []
     for name in READ_FIELDS:
         v = fields.get(name)
+        if name == "label" and isinstance(v, str) and len(v) >= LABEL_CUT and " " in v:
+            v = v[:v.rfind(" ")]    # a sentence cut at the reader's label length: its last word may be cut too
         if isinstance(v, str) and v.strip():
             out.extend(read_text(name, v, fields, known, conditions_only=name in CONTEXT_FIELDS))
     extra = fields.get("_extra") or fields.get("extra")

@@ -106,8 +106,14 @@ def ladder_top_rung(f, q, ctx):
 
 _SETTING_AFTER_MAX = r"(?!\s+(?:output\s+|new\s+)?(?:tokens?|model\s+len(?:gth)?|len(?:gth)?|context|seq(?:uence)?s?|batch|concurrency)\b)"
 # ("Max Output Tokens/Request: 1024", "Max Model Length": a setting's limit, not a peak figure)
-_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|max(?:imum)?" + _SETTING_AFTER_MAX + r"|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))|"
-                   r"最高|最大|峰值|最快", re.I)   # (Chinese: highest, maximum, peak, fastest)
+# ("M3 Max", "Ryzen AI Max+ 395", "iPhone 16 Pro Max": a chip's name, not a peak figure)
+_CHIP_BEFORE_MAX = r"(?<![Mm]\d\s)(?<![Mm]\d\d\s)(?<!\bAI\s)(?<!\bPro\s)(?<!\bpro\s)"
+_BEST = re.compile(r"(?:\b|(?<=_))(?:peak|" + _CHIP_BEFORE_MAX + r"max(?:imum)?" + _SETTING_AFTER_MAX +
+                   r"|best(?:[- ]of)?|fastest|top speed|highest|record)(?:\b|(?=_))|"
+                   r"最高|最大(?!(?:与|和|と|、)?最小|差)|峰值|最快", re.I)   # (Chinese: highest, maximum, peak, fastest)
+# a spread of runs named by both ends ("min 31.0, max 31.8", "最大与最小差 0.4"): statistics, not a best run
+_SPREAD = re.compile(r"\bmin(?:imum)?\b[^,;]{0,20}[,;/]?\s*\bmax(?:imum)?\b|\bslowest\b.{0,30}\bfastest\b|"
+                     r"\bfastest\b.{0,30}\bslowest\b|最大(?:与|和|と)最小|最小(?:与|和|と)最大", re.I)
 _UP_TO = re.compile(r"\b(?:up to|as (?:high|fast) as|peak(?:s|ed)? at|tops? out at)\s*(?:~|≈|\*\*)?\s*(\d[\d,.]*)", re.I)
 # (not "reach 241 tok/s" or "hits 3 tok/s": a result stated plainly, not a ceiling)
 
@@ -129,6 +135,7 @@ def _up_to_figure(f):
 _BEST_FIELDS = ("headline_label", "label", "test")
 _BEST_CAPTION = re.compile(r"\b(?:peak|max(?:imum)?|best|fastest|highest|top)\s+(?:throughput|tok(?:en)?s?/s|t/s|speed|"
                            r"performance|decode|generation|output(?!\s+(?:tokens?|len(?:gth)?)\b))\b", re.I)
+_AVERAGED = re.compile(r"\b(?:averag\w*|mean|median|avg)\b", re.I)
 _TYPICAL = re.compile(r"\b(?:median|mean|average|avg)\b(?:\s+of\s+\d+)?", re.I)
 _BEST_NOTES = re.compile(
     r"\b(?:peak|max(?:imum)?|best|fastest|highest)\s+(?:of\s+\d+\s+)?(?:runs?|tok/?s|t/s|throughput|speed|"
@@ -146,6 +153,8 @@ def best_of(f, q, ctx):
         hit = search(f, ("caption",), _BEST_CAPTION)
     if hit and not own and _TYPICAL.search(text(f, "notes")):
         hit = None   # "Fastest" over the column, but the row's own notes give a median or mean of its runs
+    if hit and _SPREAD.search(text(f, hit[0])) and _AVERAGED.search(text(f, hit[0])):
+        hit = None   # "averaged 31.4 over 5 runs (min 31.0, max 31.8)": the runs' spread beside their mean
     if hit:
         name, m = hit
         return {"numbers": {"phrase": m.group(0), "field": name}, "quotes": [quote(f, q, name, m)]}

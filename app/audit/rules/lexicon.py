@@ -77,6 +77,28 @@ def _fewer_experts(m: re.Match, text: str) -> bool:
     return True
 
 
+# "I repeated the whole thing seven times", "repeated it 4 times": the run was repeated, not the prompt's words
+RUN_REPEAT = re.compile(r"\brepeat(?:ed|ing)?\s+(?:the\s+(?:whole\s+thing|pass|run|test|benchmark|measurement|experiment|bench)|"
+                        r"it|this|that|each\s+(?:run|test|pass|prompt))\s+(?:\d+|two|three|four|five|six|seven|eight|nine|ten|"
+                        r"several|a few)\s*(?:times|x)\b|\b(?:ran|run|did)\s+(?:it|this|the (?:test|bench\w*|pass))\s+(?:\d+|two|three|four|"
+                        r"five|six|seven|eight|nine|ten)\s+times\b", I)
+
+
+def _not_run_repeat(m: re.Match, text: str) -> bool:
+    return not RUN_REPEAT.search(text)
+
+
+# a number that is itself a speed ("one user: 19.5 tok/s", "generates 41.27 tok/s"), not a count
+_SPEED_AFTER = re.compile(r"^[\d,]*\.\d|^[\d,]*\s*(?:tok(?:en)?s?\s*/\s*s|t/s|tps|tokens? per second)", I)
+
+
+def _count_not_speed(m: re.Match, text: str, groups: tuple[str, ...]) -> bool:
+    for g in groups:
+        if m.group(g):
+            return not _SPEED_AFTER.match(text[m.start(g):m.start(g) + 24])
+    return True
+
+
 # -- conditions, most severe first ------------------------------------------------------------------
 CONDITIONS: list[Condition] = [
     # estimates are not measurements
@@ -119,7 +141,7 @@ CONDITIONS: list[Condition] = [
        r"|fibonacci|multiplication table)\b"
        r"|数数|从\s*1\s*数|数到|列出.{0,8}数字|[重复]复.{0,6}(?:这|句|段|文|遍|次)|复述|原样|逐字|字母表|相同的?提示|同一(?:个)?提示|同样的提示|(?:说|写|输出|打印|念|背)\S{0,6}\d+\s*[遍次]"
        r"|数え|1から|\d+まで数|列挙|アルファベット|繰り返(?:し|す|させ)|復唱|そのまま(?:出力|繰り返)|同じプロンプト|\d+回(?:繰り返|書)",
-       "the prompt or its output repeats ({hit})"),
+       "the prompt or its output repeats ({hit})", check=_not_run_repeat),
     # best of, peak, max
     _c("best_of", "best_of", "high",
        r"\b(best(?: of| run| result| score| case| number| figure| reading| i (?:got|saw)| seen| observed)?|best-case"
@@ -131,7 +153,8 @@ CONDITIONS: list[Condition] = [
        r"|(?:took|kept|picked|used|chose|reported) the (?:best|fastest|highest|top|max\w*)|(?:best|fastest|highest) (?:\w+ ){0,2}of \d+)\b"
        r"|最高|最快|峰值|最佳|最好(?:的|成绩|结果)?|取最|挑选|巅峰|ピーク|最速|ベスト|最良|一番(?:速|良)",
        "the figure is a best or peak value ({hit})",
-       check=lambda m, t: not re.search(r"(?:\bmin\w*\b[^,;]{0,20}\bmax\b|slowest and fastest|fastest and slowest|within \d|±|spread|range)", t, I)
+       check=lambda m, t: not re.search(r"(?:\bmin\w*\b[^,;]{0,20}\bmax\b|slowest and fastest|fastest and slowest|within \d|±|spread|range"
+                                        r"|spanning|variation|wobble|differ\w* by|no two runs|最大(?:与|和|と)最小|差值?|ばらつき|誤差)", t, I)
        or bool(re.search(r"\b(?:best|peak|cherry|top run)\b", m.group(0), I))),
     # short outputs and bursts
     _c("short_output", "short_shape", "high",
@@ -144,7 +167,8 @@ CONDITIONS: list[Condition] = [
        r"|(?P<n5>\d+)\s*(?:new |output |generated |completion )?tokens? (?:of output|output|generated|only|max|long|each|per (?:request|reply|answer|run|prompt))"
        r"|(?:生成|输出)\s*(?P<n6>\d+)\s*个?\s*token|(?P<n7>\d+)\s*トークン(?:だけ|のみ|出力|生成))",
        "{hit}: 64 generated tokens or fewer",
-       check=lambda m, t: any(0 < (_n(m.group(g) or "") or 0) <= 64 for g in ("n", "n5", "n6", "n7")), negatable=False),
+       check=lambda m, t: any(0 < (_n(m.group(g) or "") or 0) <= 64 and not _SPEED_AFTER.match(t[m.start(g):m.start(g) + 24])
+                              for g in ("n", "n5", "n6", "n7") if m.group(g)), negatable=False),
     # aggregates
     _c("aggregate", "aggregate_as_single_stream", "high",
        r"\b(aggregate\w*|total (?:throughput|across|over|for all|of all|output|tok\w*|speed)|combined|summed|sum (?:of|over|across)|in total"
@@ -152,7 +176,7 @@ CONDITIONS: list[Condition] = [
        r"|system(?:-wide)? throughput|server(?:-wide)? throughput|whole server|all (?:users|streams|requests) together|overall throughput"
        r"|(?:parallel|concurrent|simultaneous|batched) (?:requests|users|streams|clients|sequences|sessions|slots|decoding|generation)"
        r"|(?:while )?serving (?:\d+|several|many|multiple) (?:users|clients|requests))\b"
-       r"|总(?:吞吐|计|和|输出)|合计|聚合|累计|全部用户|多(?:个)?(?:用户|请求|并发)|合計|総(?:スループット|計)|全体スループット|同時(?:アクセス|リクエスト|ユーザー)|集計|並列(?:リクエスト|処理|生成)",
+       r"|总(?:吞吐|计|和|输出)|合计|聚合|累计|全部用户|多(?:个)?(?:用户|请求|并发)|合計|総(?:スループット|計)|全体スループット|同時(?:アクセス|リクエスト|ユーザー)(?!\s*[:：=]?\s*1(?![\d.]))|集計|並列(?:リクエスト|処理|生成)",
        "the figure sums several requests ({hit})"),
     _c("aggregate", "aggregate_as_single_stream", "high",
        r"(?:\b(?:concurrency|concurrent|(?<!n )(?<!n_)(?<!u)batch(?:[- ]size)?|bs|num[_ -]?prompts?|parallel|-np|--parallel|n[_-]parallel|users?|streams?|clients?|sequences|slots|max[_-]num[_-]seqs|requests? in flight)\s*[=:]?\s*(?:of\s*)?(?P<n>\d+)"
@@ -160,6 +184,7 @@ CONDITIONS: list[Condition] = [
        r"|(?P<n3>\d+)\s*(?:x|×)\s*(?:concurrent|parallel)|(?:并发|批量|批大小|批次|同時|並列|バッチ)\s*(?:数|大小|サイズ)?\s*[=:：]?\s*(?P<n4>\d+)|(?P<n5>\d+)\s*(?:个)?(?:并发|用户|路)|(?P<n6>\d+)\s*(?:並列|同時|ユーザー))",
        "{hit}: more than one request at a time",
        check=lambda m, t: any((_n(m.group(g) or "") or 0) > 1 for g in ("n", "n2", "n3", "n4", "n5", "n6"))
+       and _count_not_speed(m, t, ("n", "n2", "n3", "n4", "n5", "n6"))
        and not re.search(r"(?:gpus?|cards|nodes|tp|tensor)\b", m.group(0), I), negatable=False),
     # warm caches
     _c("warm_cache", "warm_cache", "high",
@@ -169,7 +194,8 @@ CONDITIONS: list[Condition] = [
        r"|same prompt (?:again|twice|re-?sent|re-?used)|(?:after|following) (?:a |the )?(?:warm[- ]?up|first run)(?!.{0,40}(?:discard|fresh|new|different|unique|excluded|dropped|thrown))"
        r"|without clearing (?:the )?cache|not cleared)\b"
        r"|缓存命中|命中缓存|热缓存|预热后|缓存已?(?:预热|命中)|复用(?:了)?(?:缓存|前缀)|第二次(?:运行|请求)|キャッシュ(?:ヒット|が効|済み)|ウォーム(?:キャッシュ|アップ後)|2回目(?:の実行|の計測)?",
-       "the figure was measured on a warm cache ({hit})"),
+       "the figure was measured on a warm cache ({hit})",
+       check=lambda m, t: not re.search(r"hit rate\s*[:=]?\s*(?:gpu:\s*)?0(?:\.0+)?\s*%", t, I)),
     # settings that compute less
     _c("reduced_compute", "lossy_setting", "high",
        r"\b((?:fewer|reduced|less|lower(?:ed)?) (?:active )?experts|experts?(?: per token)? (?:reduced|lowered|cut|set|dropped) to|top[- ]?k (?:experts? )?(?:reduced|lowered|set) to \d"
@@ -202,8 +228,10 @@ NEGATION = re.compile(r"(?:\bno(?:t)?\b|\bnever\b|\bwithout\b|\bdisabled?\b|\bco
 
 # -- benign statements --------------------------------------------------------------------------------
 BENIGN: list[tuple[str, re.Pattern]] = [(k, re.compile(p, I)) for k, p in [
+    ("runs", RUN_REPEAT.pattern),
+    ("runs", r"\b(?:slowest and fastest|fastest and slowest|(?:fastest|quickest|slowest)\b[^,;]{0,30}\bwithin \d)[^,;]*"),
     ("kv_8bit", r"\b(?:kv|k/v)[^,;]{0,20}?(?:q8_0|fp8|8[- ]?bit|int8|f16|fp16|bf16)\b|-ct[kv]\s+(?:q8_0|f16)"),
-    ("tool_output", r"\b(?:total duration|load duration|prompt eval (?:count|duration|rate|time)|eval (?:count|duration|rate|time)|sample time|llama_perf\w*|"
+    ("tool_output", r"\b(?:prefix cache hit rate|total duration|load duration|prompt eval (?:count|duration|rate|time)|eval (?:count|duration|rate|time)|sample time|llama_perf\w*|"
                     r"running: \d+ reqs?|waiting: \d+ reqs?|swapped: \d+ reqs?|gpu kv cache usage|cpu kv cache usage|avg (?:prompt|generation) throughput|"
                     r"successful requests|benchmark duration|total input tokens|total generated tokens|request throughput|mean ttft|median ttft|p99 ttft|"
                     r"mean tpot|median tpot|mean itl|median itl|info \d\d-\d\d|loggers\.py|token\(s\)|tokens?/s)"),
@@ -213,27 +241,30 @@ BENIGN: list[tuple[str, re.Pattern]] = [(k, re.compile(p, I)) for k, p in [
     ("runs", r"\b(\d+ repeats|plus or minus|give or take|middle (?:one|run)|typical run|representative run|"
              r"mean|average|avg|median|p50|p90|p95|geomean|std\.?|stdev|std dev|sd|σ|variance|spread|ci|confidence|"
              r"\d+ (?:runs?|passes|trials|repetitions|reps|iterations|samples|measurements|times averaged)|n\s*=\s*\d+|runs?\s*[=:]\s*\d+|averaged|"
-             r"(?:min|minimum)\b.{0,20}\b(?:max|maximum)|slowest|within \d|repeat(?:ed)? \d+ times(?: and averaged)?|-r \d+|reps?\s*=\s*\d+)\b|±|\+/-|平均|中位数|标准差|次运行|回(?:の)?(?:実行|計測|測定)|ばらつき|中央値|標準偏差"),
+             r"(?:min|minimum)\b.{0,20}\b(?:max|maximum)|slowest|quickest|within \d|repeat(?:ed)? \d+ times(?: and averaged)?|-r \d+|reps?\s*=\s*\d+|"
+             r"\d+ (?:tries|attempts)|spanning|variation|wobble|differ\w* by|no two runs|run[- ]to[- ]run)\b|±|\+/-|平均|中位数|标准差|次运行|回(?:の)?(?:実行|計測|測定)|ばらつき|中央値|標準偏差"
+             r"|最大(?:与|和|と)最小(?:的)?差|(?:最大)?差值|波动|偏差|誤差"),
     ("prompt_set", r"\b(sharegpt|dataset|mt-?bench|alpaca|humaneval|gsm8k|lmsys|arena|wikitext|c4|sonnet|random(?:ly)? (?:sampled|selected|chosen)?|sampled|"
                    r"unique prompts?|different prompts?|distinct prompts?|varied prompts?|mixed prompts?|real (?:chat|user|world)|chat (?:prompts|logs|transcripts)|"
-                   r"prompt set|prompts? from|summar\w+|translat\w+|essay|story|article|email|code review|coding task|question|explain|describe|"
-                   r"write (?:a|an) \w+|conversations?|instruction|rag|document|long[- ]form)\b|数据集|真实|随机|摘要|翻译|文章|对话|データセット|要約|翻訳|記事|会話|ランダム"),
-    ("output_length", r"\b(?:\d{3,}|[1-9]\d*k)\s*(?:new |output |generated |completion )?tokens?\b|\b(?:max[_ -]?(?:new[_ -])?tokens|n[_-]predict|output(?: length| len)?|tg|-n)\s*[=:]?\s*(?:\d{3,}|[1-9]k)\b|(?:\d{3,})\s*(?:个)?token|\d{3,}\s*トークン"),
+                   r"prompt set|prompts? from|summar\w+|translat\w+|essays?|stor(?:y|ies)|articles?|emails?|code reviews?|coding tasks?|questions?|explain|describe|"
+                   r"write (?:a|an) \w+|conversations?|instructions?|rag|documents?|long[- ]form)\b|数据集|真实|随机|摘要|翻译|文章|对话|データセット|要約|翻訳|記事|会話|ランダム"),
+    ("output_length", r"\b(?:\d{3,}|[1-9]\d*k)[\s-]*(?:new |output |generated |completion )?tokens?\b|\b(?:max[_ -]?(?:new[_ -])?tokens|n[_-]predict|output(?: length| len)?|tg|-n)\s*[=:]?\s*(?:\d{3,}|[1-9]k)\b|(?:\d{3,})\s*(?:个)?token|\d{3,}\s*トークン"),
     ("context_length", r"\b(?:ctx|context|context[- ]?(?:length|window|size)|n[_-]ctx|-c|max[-_]model[-_]len|prompt(?: length| len)?|input(?: length| len)?|pp|isl|osl)\s*[=:]?\s*(?:of\s*)?\d|\b\d+k?\s*(?:context|ctx|prompt tokens|input tokens)\b|上下文|コンテキスト"),
     ("single_stream", r"\b(single slot|one slot|-np 1|--parallel 1|in flight at a time|one request at a time|no other (?:requests|load|users)|"
                       r"batch(?:[- ]size)?\s*[=:]?\s*(?:of\s*)?1\b|bs\s*=\s*1\b|single[- ](?:user|stream|request|sequence|session|batch)|one (?:user|stream|request at a time|sequence)|"
-                      r"concurrency\s*[=:]?\s*1\b|1 (?:user|stream|concurrent)|sequential(?:ly)?|one at a time|no (?:batching|concurrency))\b|单(?:用户|请求|并发|流)|并发\s*1\b|シングル(?:ユーザー|ストリーム)|同時\s*1\b|1ユーザー|単一(?:ユーザー|リクエスト|ストリーム)|バッチ(?:サイズ)?\s*1\b|批(?:大小|量)?\s*1\b"),
-    ("sampling", r"\b(temp(?:erature)?|top[_ -]?p|top[_ -]?k|min[_ -]?p|greedy|seed|sampling|sampler|repetition[_ -]penalty|rep[_ -]pen|do[_ -]sample)\b|温度|采样|サンプリング"),
+                      r"concurrency\s*[=:]?\s*1\b|1 (?:user|stream|concurrent)|sequential(?:ly)?|one at a time|no (?:batching|concurrency))\b|单(?:用户|请求|并发|流)|并发\s*1\b|シングル(?:ユーザー|ストリーム)|同時\s*1\b|1ユーザー|単一(?:ユーザー|リクエスト|ストリーム)|バッチ(?:サイズ)?\s*1\b|批(?:大小|量)?\s*1\b"
+                      r"|同時リクエスト\s*1\s*件?|顺序执行|依次|逐个|逐次|順番に|一件ずつ"),
+    ("sampling", r"\b(temp(?:erature)?|top[_ -]?p|top[_ -]?k|min[_ -]?p|greedy|seed|sampling|sampler|(?:repetition|repeat|presence|frequency)[_ -]penalty|rep[_ -]pen|do[_ -]sample)\b|温度|采样|サンプリング"),
     ("quantization", r"\b(q\d_k(?:_[sml])?|q\d_\d|iq\d\w*|gguf|awq|gptq|exl[23]|fp8|fp16|bf16|int8|w8a8|w4a16|nvfp4|mxfp4|\d(?:\.\d+)?\s*bpw|\d+[- ]?bit (?:weights|quant\w*|model)|quantized|unquantized|full precision)\b|量化|量子化"),
     ("flags", r"(?:^|\s)--?[a-z][\w-]*|\b(flash[- ]?attn\w*|flash attention|fa\s*[=:]?\s*(?:on|1)|cuda graphs?|tensor[- ]parallel\w*|tp\s*[=:]?\s*\d|pipeline[- ]parallel|ngl|offload\w*|mmap|mlock|numa|threads?\s*[=:]?\s*\d|\d+ threads)\b"),
-    ("build", r"\b(build|commit|version|release|tag|b\d{3,5}|v\d+(?:\.\d+)+|\d+\.\d+\.\d+|[0-9a-f]{7,40}|nightly build \d|docker image|image)\b|版本|バージョン"),
-    ("driver", r"\b(compute capability|vmm|ggml_\w+|found \d+ \w+ devices?|driver|cuda|rocm|cudnn|nccl|vulkan|metal|opencl|sycl|kernel \d|firmware|bios)\b|驱动|ドライバ"),
+    ("build", r"\b(build|commit|version|release|tag|compiled(?: from source)?|from source|pip install\w*|installed via|wheel|b\d{3,5}|v\d+(?:\.\d+)+|\d+\.\d+\.\d+|[0-9a-f]{7,40}|nightly build \d|docker image|image)\b|版本|バージョン"),
+    ("driver", r"\b(compute capability|vmm|ggml_\w+|found \d+ \w+ devices?|drivers?|cuda|rocm|cudnn|nccl|vulkan|metal|opencl|sycl|kernel \d|firmware|bios|amdgpu|nvidia(?:-smi)?|runtime)\b|驱动|ドライバー?|ランタイム|运行时"),
     ("power", r"\b(stock|default (?:clocks?|power|settings|config\w*)|no overclock\w*|power limit|tdp|\d+\s*w\b|watts?|clocks?|undervolt\w*|fan)\b|功耗|默认|定格|デフォルト|電力"),
-    ("defaults", r"\b(defaults?|out of the box|as shipped|no tuning|nothing tuned|untuned|vanilla|standard (?:settings|config\w*))\b|默认(?:设置|配置|参数)|没有(?:做)?(?:任何)?(?:调优|优化)|未(?:调优|优化)|デフォルト(?:設定|のまま)?|標準設定|チューニング(?:なし|していない)"),
-    ("ambient", r"\b(room temperature|ambient|\d+\s*°?\s*c\b|air[- ]cooled|water[- ]cooled|open[- ]air|case)\b|室温|気温"),
-    ("os", r"\b(ubuntu|debian|linux|windows|macos|wsl2?|fedora|arch|docker|kubernetes|container)\b"),
+    ("defaults", r"\b(defaults?|out[- ]of[- ]the[- ]box|as shipped|no tuning|nothing (?:tuned|changed|tweaked)|untuned|untouched|unchanged|unmodified|vanilla|standard (?:settings|config\w*))\b|標準のまま|定格のまま|変更なし|そのまま|未修改|未改动|默认(?:设置|配置|参数)|没有(?:做)?(?:任何)?(?:调优|优化)|未(?:调优|优化)|デフォルト(?:設定|のまま)?|標準設定|チューニング(?:なし|していない)"),
+    ("ambient", r"\b(room temperature|ambient|office|afternoon|morning|evening|\d+\s*°?\s*c\b|air[- ]cooled|water[- ]cooled|open[- ]air|case)\b|室温|気温"),
+    ("os", r"\b(ubuntu|debian|linux|windows|macos|wsl2?|fedora|arch|docker|kubernetes|container)\b|(?:上|下)で(?:計測|測定|実行)|系统下"),
     ("warmup_discarded", r"\b(warm[- ]?up\w*[^,;]{0,40}(?:discard\w*|excluded|dropped|thrown away|not counted|ignored)|(?:discard\w*|excluded|dropped|ignored)[^,;]{0,30}warm[- ]?up|fresh prompts?|cold (?:start|cache)|cache (?:disabled|off|cleared|flushed)|no (?:prefix |prompt |kv )?cach\w*)\b|预热.{0,6}(?:丢弃|不计)|ウォームアップ.{0,6}(?:除外|破棄)"),
-    ("spec_realistic", r"\b(?:accept\w*|acceptance)[^0-9]{0,20}(?:0?\.(?:[0-8]\d|9[0-8])\d*|[1-8]?\d(?:\.\d+)?\s*%|9[0-8](?:\.\d+)?\s*%)|\b(?:mean |avg |average )?accept(?:ed|ance)? length\s*[=:]?\s*\d|\b(?:draft|spec(?:ulative)?|eagle\d?|medusa|mtp|ngram|n-gram|lookahead|prompt lookup)\b|接受率|受理率|採択率|投机|推测解码|投機的"),
+    ("spec_realistic", r"\b(?:mean |avg |average )?accept(?:ed|ance) length\s*[=:]?\s*\d(?:\.\d+)?(?: (?:per|a) (?:step|verify|verification|forward pass))?|\b(?:accept\w*|acceptance)[^0-9]{0,20}(?:0?\.(?:[0-8]\d|9[0-8])\d*|[1-8]?\d(?:\.\d+)?\s*%|9[0-8](?:\.\d+)?\s*%)|\b(?:mean |avg |average )?accept(?:ed|ance)? length\s*[=:]?\s*\d|\b(?:draft|spec(?:ulative)?|eagle\d?|medusa|mtp|ngram|n-gram|lookahead|prompt lookup)\b|接受率|受理率|採択率|投机|推测解码|投機的"),
     ("hardware", r"\b(gpu|cpu|vram|ram|memory|gb|tb|pcie|nvlink|ddr\d|lpddr\d|hbm\d?e?|apple silicon|unified memory|cores?|threads)\b|显存|内存|メモリ"),
     ("measurement", r"\b(measured|benchmark\w*|bench|test(?:ed)?|ran|run|timed|reported|logged|recorded|tool|script|harness|llama-bench|vllm bench|ollama|--verbose|eval rate|tokens? per second|tok/s|t/s|tps|throughput|decode|generation speed|prefill)\b|测试|实测|基准|測定|計測|ベンチ"),
 ]]
@@ -256,7 +287,7 @@ version v build tag release tok/s t/s tokens/s tokens/sec on-device device devic
 """.split())
 
 # characters of Chinese and Japanese that say nothing by themselves (particles, copulas, counters, "run")
-CJK_STOP = frozenset("的了在是用和与及或等为以把被将这那个次回遍中上下时后前里也都就很还再已之其每数字值长度固定参没有做任何调优单请求波动"
+CJK_STOP = frozenset("件込含思考的了在是用和与及或等为以把被将这那个次回遍中上下时后前里也都就很还再已之其每数字值长度固定参没有做任何调优单请求波动"
                      "そうちの出我们你他它这些那些所有一二三四五六七八九十百千万台张块卡机器上面下面时候结果显示大约左右约"
                      "のでにはをがとやもへからまでよりですますしたしてするされたいる为个于对从到"
                      "测试运行实测跑测定実行計測結果速度生成出力输出模型环境设置条件使用版本")
@@ -310,6 +341,9 @@ average averages averaged averaging mean means median medians spread deviation s
 ranges variance stable steady consistent consistently noise noisy jitter error errors margin margins
 fresh unique distinct different varied random sampled sample samples selection selected set sets pool mix mixed
 temperature top sampling greedy seed penalty default defaults stock setting settings config configuration options option
+untouched unchanged unmodified compiled compile source sources installed install step steps position positions
+completion completions generates writes produces does that's reply replies prefix
+chat chatting web ui interface frontend browser own app questions instructions office afternoon morning evening
 flag flags parameter tuned tuning untuned tweak tweaks nothing anything changed change left kept
 driver version versions build builds commit commits tag tagged nightly stable release
 room ambient air cooled cooling fan fans case open temperature degrees
