@@ -124,9 +124,13 @@ def _file_state(settings: Settings, store: ArchiveStore, name: str, row: Archive
     if info is None:
         return f"object {name} is missing from {settings.archive_url}" + (
             f" (uploaded {row.uploaded_at:%Y-%m-%d %H:%M}Z, {row.size:,} bytes)" if row is not None else "")
-    if row is not None and (info.size != row.size or (
-            info.sha256_b64 and info.sha256_b64 != base64.b64encode(bytes.fromhex(row.sha256)).decode())):
-        report.changed_objects.add(name)
+    if row is not None:
+        if info.sha256_b64:   # the store's own digest, else (it keeps none, or the object was rewritten
+            same = info.size == row.size and info.sha256_b64 == base64.b64encode(bytes.fromhex(row.sha256)).decode()
+        else:                 # without one) the object read once through
+            same = info.size == row.size and store.object_sha256(name) == row.sha256
+        if not same:
+            report.changed_objects.add(name)
     return None
 
 

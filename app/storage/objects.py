@@ -138,16 +138,20 @@ class Bucket:
                     out.append(name)
         return sorted(out)
 
-    def download(self, name: str, dest: Path) -> None:
+    def stream(self, name: str, each) -> None:
+        """Call ``each(chunk)`` over the whole object, in order. Raises FileNotFoundError."""
         try:
             r = self.client.get_object(Bucket=self.name, Key=self.key(name))
         except ClientError as exc:
             if exc.response.get("Error", {}).get("Code", "") in _MISSING:
                 raise FileNotFoundError(name) from None
             raise
+        for chunk in r["Body"].iter_chunks(READ):
+            each(chunk)
+
+    def download(self, name: str, dest: Path) -> None:
         with open(dest, "wb") as out:
-            for chunk in r["Body"].iter_chunks(READ):
-                out.write(chunk)
+            self.stream(name, out.write)
 
 
 class RangeCache:
@@ -246,6 +250,15 @@ class ArchiveStore:
         except FileNotFoundError:
             return None
         return hashlib.sha256(data).hexdigest() if len(data) == length else None
+
+    def object_sha256(self, name: str) -> str | None:
+        """SHA-256 hex of the whole object, streamed (for a store that keeps no checksum); None when gone."""
+        h = hashlib.sha256()
+        try:
+            self.bucket.stream(name, h.update)
+        except FileNotFoundError:
+            return None
+        return h.hexdigest()
 
     def remote_names(self) -> list[str]:
         return self.bucket.names() if self.bucket is not None else []
