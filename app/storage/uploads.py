@@ -115,17 +115,19 @@ def _recover(db: Database, series: str | None) -> list[Path]:
 
 
 def upload_spool(db: Database, *, seal: set[str | None] | frozenset = frozenset(),
+                 hold: set[str | None] | frozenset = frozenset(),
                  say: Callable[[str], None] | None = None) -> UploadReport:
     """Upload every sealed file of the spool, each series in the order written and stopping at its first
     failure (a later file is never sent before an earlier one). The newest file of a series is sealed here
-    for the series in ``seal`` and for a worker series whose worker is gone, when its lock is free."""
+    for the series in ``seal`` and for a worker series whose worker is gone, when its lock is free; never
+    for a series in ``hold`` (the caller's own, while it writes)."""
     say = say or log.info
     report = UploadReport()
     settings = db.settings
     if not archive_store(settings).remote:
         return report
     for series, files in spool_series(settings.warc_dir).items():
-        take_all = series in seal or (series is not None and series.startswith("w_")
+        take_all = series in seal or (series not in hold and series is not None and series.startswith("w_")
                                       and not worker_alive(settings, series))
         if take_all:
             with try_series_lock(settings.warc_dir, series) as held:
@@ -156,7 +158,7 @@ class Uploader:
 
     def _round(self, seal=frozenset()) -> UploadReport | None:
         try:
-            return upload_spool(self.db, seal=seal, say=self.say)
+            return upload_spool(self.db, seal=seal, hold=frozenset({self.series}), say=self.say)
         except Exception:  # noqa: BLE001 - logged; the next round tries again, nothing local is removed
             log.exception("upload round failed")
             return None
