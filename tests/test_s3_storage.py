@@ -23,7 +23,6 @@ from app.capture.verify import verify_all
 from app.db import Database
 from app.main import create_app
 from app.models import ArchiveObject, Snapshot
-from app.rebuild.reindex import reindex_all
 from app.storage.objects import archive_store
 from app.storage.uploads import upload_spool
 from app.storage.warcfiles import WarcStore
@@ -158,19 +157,18 @@ def test_killed_after_the_row_before_the_removal_the_writer_starts_a_new_file(s3
     assert len(_objects(weed, settings)) == 2
 
 
-def test_another_machine_reindexes_from_the_bucket_and_serves_every_citation(s3_db, server, weed, tmp_path,
-                                                                            sqlite_template):
+def test_another_machine_reindexes_from_the_bucket_and_serves_every_citation(s3_db, server, weed, tmp_path, cli):
     snaps, _ = _capture_and_upload(s3_db, server, n=5)
-    # A second machine: its own empty data folder and a new database; only the bucket is shared.
+    # A second machine: its own empty data folder and no database at all; only the bucket is shared.
     other = tmp_path / "machine2"
     other.mkdir()
-    shutil.copy(sqlite_template, other / "caveat.db")
     settings2 = make_settings(other, f"sqlite:///{other / 'caveat.db'}", data_dir=other / "data",
                               archive_url=s3_db.settings.archive_url, s3_endpoint=weed.endpoint)
+    assert not (other / "caveat.db").exists()
+    r = cli("reindex", "--no-reparse", settings_override=settings2)
+    assert r.exit_code == 0, r.output
+    assert "object(s) in s3://" in r.output
     db2 = Database(settings2)
-    said = []
-    reindex_all(db2, progress=said.append, reparse=False)
-    assert any("object(s) in s3://" in line for line in said), said
     with db2.Session() as s:
         back = {(x.citation_id, x.record_id, x.warc_file, x.offset, x.length) for x in s.scalars(select(Snapshot))}
         assert s.scalar(select(ArchiveObject.name).limit(1)) is not None, "archive_objects restored from HEAD"

@@ -322,7 +322,3 @@ def read_stored(settings: Settings, name: str, offset: int, length: int, *, max_
     fetch = None if not store.remote else (lambda off, n: store.read_range(name, off, n, fresh=fresh))
     return read_record(settings.warc_dir / name, offset, length, max_bytes=max_bytes, fetch=fetch)
 
-
-def sealed_names(db: Database) -> set[str]:
-    with db.Session() as s:
-        return set(s.scalars(ArchiveObject.__table__.select().with_only_columns(ArchiveObject.name)))
