@@ -14,18 +14,21 @@ import base64
 import hashlib
 import os
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlparse
 
+import urllib3
 from botocore.exceptions import ClientError
 
 from app.config import Settings
 from app.db import Database
 from app.models import ArchiveObject, utcnow
-from archive.reader import MAX_RECORD_BYTES, WarcRecord, read_record
+from archive.reader import MAX_RECORD_BYTES, RecordUnreadable, WarcRecord, read_record
 
 READ = 1 << 20
+PRESIGN_SECONDS = 3600
 _MISSING = ("NoSuchKey", "404", "NotFound", "NoSuchBucket")
 
 
@@ -80,31 +83,65 @@ class Bucket:
                      connect_timeout=settings.connect_timeout, read_timeout=settings.read_timeout,
                      request_checksum_calculation="when_required", response_checksum_validation="when_required")
         self.client = boto3.client("s3", endpoint_url=settings.s3_endpoint or None, config=cfg)
+        self.http = urllib3.PoolManager(
+            maxsize=32, timeout=urllib3.Timeout(connect=settings.connect_timeout, read=settings.read_timeout),
+            retries=urllib3.Retry(total=3, status=2, status_forcelist=(500, 502, 503, 504), allowed_methods={"GET"},
+                                  raise_on_status=False, backoff_factor=0.2))
+        self._urls: dict[str, tuple[float, str]] = {}
 
     def key(self, name: str) -> str:
         return self.prefix + _safe(name)
 
+    def _url(self, name: str) -> str:
+        """A presigned GET URL of the object, reused for half its life (a range read is then one plain HTTP
+        request on a kept-alive connection, without botocore's per-call pipeline)."""
+        now = time.monotonic()
+        hit = self._urls.get(name)
+        if hit is not None and hit[0] > now:
+            return hit[1]
+        url = self.client.generate_presigned_url("get_object", Params={"Bucket": self.name, "Key": self.key(name)},
+                                                 ExpiresIn=PRESIGN_SECONDS)
+        if len(self._urls) > 4096:
+            self._urls.clear()
+        self._urls[name] = (now + PRESIGN_SECONDS / 2, url)
+        return url
+
     def get_range(self, name: str, offset: int, length: int) -> bytes:
-        """Exactly the bytes at [offset, offset+length) (fewer when the object is shorter)."""
+        """Exactly the bytes at [offset, offset+length) (fewer when the object is shorter): one ``Range`` GET.
+        Raises FileNotFoundError (no such object) or OSError (the store failed or is unreachable)."""
         if length <= 0:
             return b""
-        try:
-            r = self.client.get_object(Bucket=self.name, Key=self.key(name),
-                                       Range=f"bytes={offset}-{offset + length - 1}")
-        except ClientError as exc:
-            code = exc.response.get("Error", {}).get("Code", "")
-            if code in _MISSING:
-                raise FileNotFoundError(name) from None
-            if code == "InvalidRange":   # the object ends before the record starts
-                return b""
-            raise
-        body = r["Body"]
-        try:
-            if r.get("ContentRange"):
-                return body.read(length)
-            return body.read(offset + length)[offset:]   # a store that ignored Range: bounded all the same
-        finally:
-            body.close()
+        for attempt in (0, 1):
+            try:
+                r = self.http.request("GET", self._url(name), preload_content=False,
+                                      headers={"Range": f"bytes={offset}-{offset + length - 1}"})
+            except urllib3.exceptions.HTTPError as exc:
+                raise OSError(f"range GET of {name} from {self.name}: {exc}") from None
+            done = False
+            try:
+                if r.status == 403 and attempt == 0:   # the URL's signature expired (rotated credentials)
+                    self._urls.pop(name, None)
+                    continue
+                if r.status == 404:
+                    raise FileNotFoundError(name)
+                if r.status == 416:   # the object ends before the record starts
+                    return b""
+                if r.status == 206:
+                    data = r.read(length)
+                elif r.status == 200:   # a store that ignored Range: bounded all the same
+                    data = r.read(offset + length)[offset:]
+                else:
+                    raise OSError(f"range GET of {name} from {self.name}: HTTP {r.status} {r.reason}")
+                done = r.status == 206
+                return data
+            except urllib3.exceptions.HTTPError as exc:
+                raise OSError(f"range GET of {name} from {self.name}: {exc}") from None
+            finally:
+                if done:
+                    r.release_conn()
+                else:
+                    r.close()
+        raise OSError(f"range GET of {name} from {self.name}: refused (HTTP 403) with a fresh signature")
 
     def head(self, name: str) -> ObjectInfo | None:
         try:
@@ -238,7 +275,13 @@ class ArchiveStore:
             hit = self.cache.get(name, offset, length)
             if hit is not None:
                 return hit
-        data = self.bucket.get_range(name, offset, length)
+        try:
+            data = self.bucket.get_range(name, offset, length)
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise RecordUnreadable("unavailable", f"{name}@{offset}: the archive's bucket did not answer ({exc}); "
+                                   "the record is not lost: try again, or check CAVEAT_S3_ENDPOINT") from None
         if self.cache is not None:
             self.cache.put(name, offset, length, data)
         return data
