@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import gzip
 import hashlib
+import json
 import shutil
 import subprocess
 import zipfile
@@ -199,7 +200,7 @@ def test_wacz_export_reads_the_bucket_and_validates(s3_db, server, weed, tmp_pat
     assert all(PAGE.format(n=i).encode() in gzip.decompress(warc) for i in range(4)), "every record's bytes"
 
 
-def test_verify_reports_a_missing_or_changed_object_with_the_citations_it_affects(s3_db, server, weed):
+def test_verify_reports_a_missing_or_changed_object_with_the_citations_it_affects(s3_db, server, weed, cli):
     settings = s3_db.settings
     urls = [server.route(f"/v{i}", PAGE.format(n=i)) for i in range(3)]
     assert all(r.ok for r in capture_urls(s3_db, urls[:2]))
@@ -233,6 +234,12 @@ def test_verify_reports_a_missing_or_changed_object_with_the_citations_it_affect
     hurt = {p.citation_id for p in report.problems if p.warc_file == changed}
     assert hurt and hurt <= by_file[changed]
 
+    r = cli("verify", "--json", settings_override=settings)   # the command says the same, citations named
+    assert r.exit_code == 1
+    doc = json.loads(r.stdout)
+    assert doc["changed_objects"] == [changed] and doc["missing_files"] == [gone]
+    assert all(any(cid in line for line in doc["problems"]) for cid in by_file[gone] | hurt)
+
 
 def test_the_local_default_keeps_files_in_the_folder(db, server):
     """No CAVEAT_ARCHIVE_URL: nothing is uploaded and the WARC files stay where they were."""
@@ -252,3 +259,15 @@ def test_object_checksum_is_the_files_sha256(s3_db, server, weed):
     upload_spool(s3_db, seal={None})
     info = archive_store(settings).head(path.name)
     assert info is not None and info.sha256_b64 == digest, "the store holds (and checked) the SHA-256 we sent"
+
+
+def test_caveat_upload_command(s3_db, server, cli, settings):
+    r = cli("upload")   # the local default: a clear error, nothing done
+    assert r.exit_code != 0 and "CAVEAT_ARCHIVE_URL is not set" in r.output
+    assert capture_urls(s3_db, [server.route("/u0", PAGE.format(n=0))])[0].ok
+    [path] = s3_db.settings.warc_dir.glob("caveat-*.warc.gz")
+    r = cli("upload", "--json", settings_override=s3_db.settings)   # the open file stays with its writer
+    assert r.exit_code == 0 and json.loads(r.stdout)["uploaded"] == [] and path.exists()
+    r = cli("upload", "--all", "--json", settings_override=s3_db.settings)
+    assert r.exit_code == 0, r.output
+    assert json.loads(r.stdout)["uploaded"] == [path.name] and not path.exists()

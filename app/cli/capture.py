@@ -209,7 +209,7 @@ def upload(obj: CliContext, seal_all: bool, as_json: bool) -> None:
         raise BadRequest("CAVEAT_ARCHIVE_URL is not set: the WARC files stay in the data folder, nothing to upload "
                          "(set it to s3://bucket/prefix, with CAVEAT_S3_ENDPOINT for a store other than Amazon S3)")
     db = obj.database()
-    seal = frozenset(spool_series(obj.settings.warc_dir)) if seal_all else frozenset({obj.settings.warc_series})
+    seal = frozenset(spool_series(obj.settings.warc_dir)) if seal_all else frozenset()
     report = upload_spool(db, seal=seal, say=(lambda m: None) if as_json else (lambda m: click.echo(m, err=True)))
     if as_json:
         emit({"uploaded": report.uploaded, "already": report.already, "failed": report.failed,
