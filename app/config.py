@@ -154,6 +154,19 @@ class Settings(BaseSettings):
     hook_attempts: int = Field(8, description="Attempts per webhook delivery before it is logged as failed.")
     hook_retry_wait: float = Field(
         2.0, description="Seconds before the first retry of a failed webhook delivery; doubled at each attempt.")
+    # The archive on S3-compatible object storage (issue 30): docs/storage.md
+    archive_url: str | None = Field(
+        None, description="Where sealed WARC files live: unset (the default) keeps them in `<data_dir>/warcs`; "
+        "`s3://bucket/prefix` uploads each sealed file there as an immutable object and reads records back "
+        "by byte range. Credentials and region come from the standard AWS_* variables.")
+    s3_endpoint: str | None = Field(
+        None, description="The S3 endpoint URL of an S3-compatible store (MinIO, SeaweedFS, R2, Ceph), e.g. "
+        "`http://127.0.0.1:8333`. Unset: Amazon S3 itself.")
+    s3_cache_bytes: int = Field(
+        256 * 1024 * 1024, description="Bytes of recent record ranges kept on local disk in "
+        "`<data_dir>/cache/ranges` (a read-through cache of the bucket; oldest dropped first; 0: no cache).")
+    s3_upload_every: float = Field(
+        5.0, description="Seconds between a `caveat worker`'s looks for sealed WARC files to upload.")
     worker_poll: float = Field(
         5.0, description="Seconds between a worker's looks for due sources and stalled jobs (its queue is "
         "also woken by PostgreSQL LISTEN/NOTIFY).")

@@ -403,6 +403,18 @@ class HostSlot(Base):
     next_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
 
 
+class ArchiveObject(Base):
+    """A sealed WARC file uploaded to the bucket (docs/storage.md): written after the store verified its
+    SHA-256 and a HEAD read it back, before the local copy is removed. Objects are never overwritten."""
+
+    __tablename__ = "archive_objects"
+
+    name: Mapped[str] = mapped_column(String(255), primary_key=True)
+    size: Mapped[int] = mapped_column(BigInteger, nullable=False)
+    sha256: Mapped[str] = mapped_column(String(64), nullable=False)
+    uploaded_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False, default=utcnow)
+
+
 class ChangeEvent(Base):
     """What a crawl found different (app/watch/changes.py): an entry's figures, flags or quotable answer
     changed, or an entry or the whole page vanished (or came back). Append-only."""

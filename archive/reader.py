@@ -12,6 +12,7 @@ import hashlib
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 from archive import digests
 from archive.headers import first as first_header
@@ -145,16 +146,28 @@ def _check_digests(rec: WarcRecord) -> None:
     rec.payload_digest_ok = _digest_verdict(rec, "WARC-Payload-Digest", "payload", rec.payload)
 
 
-def read_record(path: Path | str, offset: int, length: int, *, max_bytes: int = MAX_RECORD_BYTES) -> WarcRecord:
-    """Read, decompress and check the record stored at ``offset`` (``length`` bytes) in ``path``."""
+def read_record(path: Path | str, offset: int, length: int, *, max_bytes: int = MAX_RECORD_BYTES,
+                fetch: Callable[[int, int], bytes] | None = None) -> WarcRecord:
+    """Read, decompress and check the record stored at ``offset`` (``length`` bytes) in ``path``.
+
+    ``fetch(offset, length)``, when given, supplies the bytes instead of the local file (an object store's
+    range read, for one); it raises ``FileNotFoundError`` when the file or object is gone."""
     path = Path(path)
     where = f"{path.name}@{offset}"
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read(length)
+        if fetch is not None:
+            data = fetch(offset, length)
+        else:
+            with open(path, "rb") as f:
+                f.seek(offset)
+                data = f.read(length)
     except FileNotFoundError:
         raise RecordUnreadable("missing", f"WARC file {path} is missing") from None
+    return record_from_bytes(data, length, where=where, max_bytes=max_bytes)
+
+
+def record_from_bytes(data: bytes, length: int, *, where: str, max_bytes: int = MAX_RECORD_BYTES) -> WarcRecord:
+    """Check and parse ``data``, the ``length`` bytes read for one record (a gzip member or plain)."""
     if len(data) < length:
         raise RecordUnreadable(
             "truncated", f"{where}: file ends {length - len(data)} bytes before the record does (file truncated)")

@@ -11,6 +11,7 @@ with the same payloads and headers to one file, then fsync - writing only, no fe
     .venv/bin/python bench/capture.py --processes 0   # fetch in threads instead
     .venv/bin/python bench/capture.py --postgres postgresql+psycopg2://postgres@127.0.0.1:5432/test
     .venv/bin/python bench/capture.py --compare-log   # what the tamper-evident log costs (goal <= 5%)
+    .venv/bin/python bench/capture.py --archive seaweedfs --pages 300   # bucket vs local (goal within 10%)
 
 ``--compare-log`` runs ours alternately with the tamper-evident log (the default: every record
 re-read, hashed and appended, a tree head signed per batch) and without it (the append replaced by a
@@ -81,22 +82,40 @@ def serve(pages: int, port_queue) -> None:
 
 
 def run_ours(urls: list[str], workdir: Path, workers: int, processes: int | None,
-             database_url: str | None = None) -> tuple[float, int]:
+             database_url: str | None = None, **extra) -> tuple[float, int]:
     from app.config import Settings
     from app.db import Database
     from app.capture.http import capture_urls
+    from app.storage.uploads import Uploader
 
-    settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True, database_url=database_url)
+    settings = Settings(data_dir=workdir / "ours", allow_private_addresses=True, database_url=database_url, **extra)
     db = Database(settings)
     db.upgrade()
     capture_urls(db, urls[:5])  # warm-up: imports, connection pool, first file (not timed)
     before = sum(f.stat().st_size for f in settings.warc_dir.glob("*.warc.gz"))
+    # With a bucket (--archive): sealed files upload beside the capture, as `caveat crawl` and workers do.
+    uploader = Uploader(db, series=None, say=lambda m: None).start() if settings.archive_url else None
     t0 = time.perf_counter()
     results = capture_urls(db, urls[5:], workers=workers, processes=processes)
     elapsed = time.perf_counter() - t0
     bad = [r for r in results if r.error]
     if bad:
         raise SystemExit(f"capture failed: {bad[0].error}")
+    if uploader is not None:
+        from sqlalchemy import func, select
+
+        from app.models import ArchiveObject
+
+        t1 = time.perf_counter()
+        report = uploader.close()
+        with db.Session() as s:
+            size = s.scalar(select(func.sum(ArchiveObject.size))) or 0
+            n = s.scalar(select(func.count()).select_from(ArchiveObject))
+        print(f"  uploaded {n} sealed file(s) ({size / 1e6:.1f} MB) to {settings.archive_url}; the last one "
+              f"after the capture, in {time.perf_counter() - t1:.2f} s; failed: {report.failed if report else '?'}",
+              flush=True)
+        db.dispose()
+        return (len(urls) - 5) / elapsed, size
     size = sum(f.stat().st_size for f in settings.warc_dir.glob("*.warc.gz")) - before
     db.dispose()
     return (len(urls) - 5) / elapsed, size
@@ -135,7 +154,17 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3, help="with --compare-log: runs of each, alternating")
     ap.add_argument("--compare-synchronous", action="store_true",
                     help="also run ours with SQLite synchronous=NORMAL and print what FULL (the default) costs")
+    ap.add_argument("--archive", metavar="URL", default=None,
+                    help="also run ours with CAVEAT_ARCHIVE_URL=URL (s3://bucket/prefix; CAVEAT_S3_ENDPOINT and AWS_* "
+                    "from the environment), alternating with local files --rounds times, and print the ratio; "
+                    "`--archive seaweedfs` starts a SeaweedFS S3 gateway on 127.0.0.1 for the run")
+    ap.add_argument("--rotate", type=int, default=8 * 1024 * 1024,
+                    help="with --archive: CAVEAT_WARC_ROTATE_BYTES for both runs, so files seal (and upload) during "
+                    "the capture (default 8 MiB)")
     args = ap.parse_args()
+    if args.archive:
+        compare_archive(args)
+        return
     ctx = multiprocessing.get_context("spawn")
     q = ctx.Queue()
     server = ctx.Process(target=serve, args=(args.pages + 5, q), daemon=True)
@@ -208,6 +237,40 @@ def main() -> None:
     if normal_rate:
         print(f"SQLite synchronous=FULL (default) vs NORMAL: {ours_rate:.1f} vs {normal_rate:.1f} records/s "
               f"(FULL costs {100 * (1 - ours_rate / normal_rate):.1f}%)")
+
+
+def compare_archive(args) -> None:
+    """Local files against the bucket, alternating, best of --rounds each (uploads run beside capture)."""
+    import shutil
+
+    from s3gateway import archive_target
+
+    ctx = multiprocessing.get_context("spawn")
+    q = ctx.Queue()
+    server = ctx.Process(target=serve, args=(args.pages + 5, q), daemon=True)
+    server.start()
+    port = q.get(timeout=60)
+    rates: dict[str, list[float]] = {"local": [], "bucket": []}
+    try:
+        urls = [f"http://127.0.0.1:{port}/page/{i}" for i in range(args.pages + 5)]
+        with tempfile.TemporaryDirectory() as tmp, archive_target(args.archive, Path(tmp)) as (url, endpoint):
+            for r in range(args.rounds):
+                for label in ("local", "bucket"):
+                    shutil.rmtree(Path(tmp) / "ours", ignore_errors=True)
+                    extra = {"warc_rotate_bytes": args.rotate}
+                    if label == "bucket":
+                        extra.update(archive_url=f"{url.rstrip('/')}/round{r}", s3_endpoint=endpoint)
+                    with temporary_database(args.postgres) as database_url:
+                        rate, _ = run_ours(urls, Path(tmp), args.workers, args.processes, database_url, **extra)
+                    rates[label].append(rate)
+                    print(f"  {label}: {rate:.1f} records/s", flush=True)
+    finally:
+        server.terminate()
+    local, bucket = max(rates["local"]), max(rates["bucket"])
+    print(f"pages: {args.pages} x {PAGE_BYTES // 1024} KB, cpus: {os.cpu_count()}, "
+          f"index: {'PostgreSQL' if args.postgres else 'SQLite'}, rotate {args.rotate:,} bytes")
+    print(f"capture with the archive in {args.archive}: {bucket:.1f} vs local files {local:.1f} records/s, best of "
+          f"{args.rounds} each: ratio {bucket / local:.2f} (goal >= 0.90: uploads beside capture, not in its path)")
 
 
 if __name__ == "__main__":

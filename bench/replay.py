@@ -15,6 +15,14 @@ exact highlighting: ``/c/{id}?q=8&prefix=...&suffix=...&pos=...`` pinning the ``
 middle, the page rendered in its own structure (issue 13; goal p50 <= 20 ms at 125 KB on SQLite):
 
     .venv/bin/python bench/replay.py --kind table --records 500 --size 128000 --requests 1000
+
+``--archive s3://bucket/prefix`` (CAVEAT_S3_ENDPOINT and AWS_* from the environment; ``--archive seaweedfs``
+starts a SeaweedFS S3 gateway on 127.0.0.1) measures ``id_`` replay with the WARC file in the bucket against
+the same file on local disk (issue 30; goal: bucket p50 within 2x of local): the file is uploaded as Caveat
+uploads a sealed file, and two more servers read it by range, one without the range cache
+(``CAVEAT_S3_CACHE_BYTES=0``, every request a ``Range`` GET) and one with the default cache:
+
+    .venv/bin/python bench/replay.py --archive seaweedfs --records 500 --requests 1000
 """
 
 from __future__ import annotations
@@ -38,6 +46,8 @@ from urllib.parse import urlsplit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 REF_BIN = Path(os.environ.get("CAVEAT_REF_BIN", str(ROOT / ".venv-ref" / "bin")))
+CAVEAT = [sys.executable, "-c", "from app.cli import main; main()"]   # `caveat` from this checkout
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p)
 
 
 # -- client (runs in its own process) --------------------------------------------------------------
@@ -228,9 +238,14 @@ def main() -> None:
                     help="table: leaderboard pages, and the citation page with exact highlighting measured")
     ap.add_argument("--client", help=argparse.SUPPRESS)
     ap.add_argument("--mode", default="keepalive", help=argparse.SUPPRESS)
+    ap.add_argument("--archive", metavar="URL", default=None,
+                    help="s3://bucket/prefix, or seaweedfs: id_ replay from the bucket against local files")
     args = ap.parse_args()
     if args.client:
         print(json.dumps(run_client(args.client, args.clients, args.requests, args.mode == "keepalive")))
+        return
+    if args.archive:
+        compare_archive(args)
         return
 
     with tempfile.TemporaryDirectory(prefix="caveat-bench-") as tmp:
@@ -241,7 +256,7 @@ def main() -> None:
               f"({warc.stat().st_size / 1e6:.0f} MB .warc.gz)")
         cport, pport = free_port(), free_port()
         env = dict(os.environ, CAVEAT_DATA_DIR=str(work / "data"), CAVEAT_BASE_URL=f"http://127.0.0.1:{cport}")
-        caveat = subprocess.Popen([str(ROOT / ".venv" / "bin" / "caveat"), "serve", "--port", str(cport),
+        caveat = subprocess.Popen([*CAVEAT, "serve", "--port", str(cport),
                                    "--workers", str(args.workers)], env=env, stdout=subprocess.DEVNULL)
         (work / "pywb" / "config.yaml").write_text("enable_memento: true\n")
         pywb = subprocess.Popen([str(REF_BIN / "wayback"), "-p", str(pport)], cwd=work / "pywb",
@@ -291,6 +306,80 @@ def main() -> None:
                 a, b = results[(ours, clients)], results[(theirs, clients)]
                 print(f"| {ours} vs {theirs} | {clients} | {a['p50_ms']:.2f} | {b['p50_ms']:.2f} | {a['rps']:.0f} | "
                       f"{b['rps']:.0f} | {b['p50_ms'] / a['p50_ms']:.2f} | {a['rps'] / b['rps']:.2f} |")
+
+
+def compare_archive(args) -> None:
+    """``id_`` replay of one collection from local files, from the bucket by range, and from the bucket
+    through the range cache: three `caveat serve`s on three data folders sharing the records' index."""
+    import shutil
+
+    sys.path.insert(0, str(ROOT / "bench"))
+    from s3gateway import archive_target
+
+    from app.config import Settings
+    from app.db import Database
+    from app.storage.objects import archive_store
+
+    with tempfile.TemporaryDirectory(prefix="caveat-bench-") as tmp:
+        work = Path(tmp)
+        recs, warc = build(work, args.records, args.size)
+        print(f"built {len(recs):,} records of {args.size:,} bytes ({warc.stat().st_size / 1e6:.0f} MB .warc.gz)")
+        with archive_target(args.archive, work) as (url, endpoint):
+            bucket_dir = work / "bucket"
+            bucket_dir.mkdir()
+            shutil.copy(work / "data" / "caveat.db", bucket_dir / "caveat.db")
+            (bucket_dir / "warcs").mkdir()
+            shutil.copy(warc, bucket_dir / "warcs" / warc.name)
+            s3 = Settings(data_dir=bucket_dir, archive_url=url, s3_endpoint=endpoint)
+            db = Database(s3)
+            t0 = time.perf_counter()
+            outcome = archive_store(s3).upload(db, s3.warc_dir / warc.name)   # verified; the local copy goes
+            db.dispose()
+            print(f"{warc.name}: {outcome} to {url} in {time.perf_counter() - t0:.2f} s; "
+                  f"local copy removed: {not (s3.warc_dir / warc.name).exists()}")
+            cached_dir = work / "bucket-cached"
+            shutil.copytree(bucket_dir, cached_dir)
+            servers = {"local files": (work / "data", {}),
+                       "bucket, no cache": (bucket_dir, {"CAVEAT_S3_CACHE_BYTES": "0"}),
+                       "bucket, range cache": (cached_dir, {})}
+            procs, results = [], {}
+            try:
+                ports = {}
+                for name, (data, extra) in servers.items():
+                    port = free_port()
+                    env = dict(os.environ, CAVEAT_DATA_DIR=str(data), CAVEAT_BASE_URL=f"http://127.0.0.1:{port}",
+                               **extra)
+                    if data != work / "data":
+                        env.update(CAVEAT_ARCHIVE_URL=url, **({"CAVEAT_S3_ENDPOINT": endpoint} if endpoint else {}))
+                    procs.append(subprocess.Popen([*CAVEAT, "serve", "--port", str(port), "--workers",
+                                                   str(args.workers)], env=env, stdout=subprocess.DEVNULL))
+                    ports[name] = port
+                for (name, port), proc in zip(ports.items(), procs):
+                    wait_up(f"http://127.0.0.1:{port}/api/health", proc, f"caveat serve ({name})")
+                for name, port in ports.items():
+                    path = work / f"{name.replace(' ', '_').replace(',', '')}.txt"
+                    path.write_text("\n".join(f"http://127.0.0.1:{port}/web/{ts}id_/{u}" for u, ts, _, _ in recs))
+                    for clients in (1, args.clients):
+                        r = measure(path, clients, args.requests)
+                        results[(name, clients)] = r
+                        print(f"{name:20s} clients={clients}  p50 {r['p50_ms']:7.2f} ms  p90 {r['p90_ms']:7.2f} ms  "
+                              f"{r['rps']:8.1f} req/s  errors {r['errors']}  ({r['mode']})", flush=True)
+            finally:
+                for proc in procs:
+                    proc.terminate()
+                    try:
+                        proc.wait(15)
+                    except subprocess.TimeoutExpired:
+                        proc.kill()
+        print()
+        print("| id_ replay | clients | p50 ms | local p50 ms | p50 ratio (this/local) | req/s | throughput ratio "
+              "(this/local) |")
+        print("| --- | --- | --- | --- | --- | --- | --- |")
+        for name in ("bucket, no cache", "bucket, range cache"):
+            for clients in (1, args.clients):
+                a, b = results[(name, clients)], results[("local files", clients)]
+                print(f"| {name} | {clients} | {a['p50_ms']:.2f} | {b['p50_ms']:.2f} | {a['p50_ms'] / b['p50_ms']:.2f} | "
+                      f"{a['rps']:.0f} | {a['rps'] / b['rps']:.2f} |")
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ database's own check (SQLite ``PRAGMA integrity_check``).
 
 from __future__ import annotations
 
+import base64
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Callable
@@ -20,10 +21,11 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
 from app.config import Settings
-from app.models import Snapshot
+from app.models import ArchiveObject, Snapshot
 from archive import digests
-from archive.reader import RecordUnreadable, WarcRecord, read_record
+from archive.reader import RecordUnreadable, WarcRecord
 from app.storage.indexing import warc_files
+from app.storage.objects import ArchiveStore, archive_store, read_stored
 from archive.citeid import citation_id_for_record
 from archive.indexer import walk
 
@@ -49,10 +51,11 @@ class VerifyReport:
     missing_files: set[str] = field(default_factory=set)
     database: list[str] = field(default_factory=list)  # what the database's own check found
     unindexed: int = 0  # whole records in the WARC files with no index row
+    changed_objects: set[str] = field(default_factory=set)  # objects whose size or SHA-256 is not what was uploaded
 
     @property
     def passed(self) -> bool:
-        return not self.problems and not self.database
+        return not self.problems and not self.database and not self.changed_objects
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -109,6 +112,28 @@ def _unindexed(settings: Settings, known: set[str]) -> list[Problem]:
     return out
 
 
+def _file_state(settings: Settings, store: ArchiveStore, name: str, row: ArchiveObject | None,
+                report: VerifyReport) -> str | None:
+    """Why the records of WARC file ``name`` cannot be read at all (None: they can). With a bucket, a file
+    no longer in the spool is its object: gone, or (noted in ``changed_objects``) not the bytes uploaded."""
+    if (settings.warc_dir / name).exists():
+        return None
+    if not store.remote:
+        return f"WARC file {name} is missing from {settings.warc_dir}"
+    info = store.head(name)
+    if info is None:
+        return f"object {name} is missing from {settings.archive_url}" + (
+            f" (uploaded {row.uploaded_at:%Y-%m-%d %H:%M}Z, {row.size:,} bytes)" if row is not None else "")
+    if row is not None:
+        if info.sha256_b64:   # the store's own digest, else (it keeps none, or the object was rewritten
+            same = info.size == row.size and info.sha256_b64 == base64.b64encode(bytes.fromhex(row.sha256)).decode()
+        else:                 # without one) the object read once through
+            same = info.size == row.size and store.object_sha256(name) == row.sha256
+        if not same:
+            report.changed_objects.add(name)
+    return None
+
+
 def verify_all(session: Session, settings: Settings, *,
                progress: Callable[[Problem], None] | None = None) -> VerifyReport:
     """Check the database, then every snapshot (in file order) against its WARC bytes, then every whole
@@ -127,21 +152,27 @@ def _verify_records(session: Session, settings: Settings, report: VerifyReport, 
     now = datetime.now(timezone.utc)
     snaps = session.scalars(select(Snapshot).order_by(Snapshot.warc_file, Snapshot.offset)).all()
     referred_sha = {s.record_id: s.sha256 for s in snaps}
+    store = archive_store(settings)
+    objects = {o.name: o for o in session.scalars(select(ArchiveObject))} if store.remote else {}
+    state: dict[str, str | None] = {}
     for snap in snaps:
         report.checked += 1
-        path = settings.warc_dir / snap.warc_file
         kind, detail = None, None
-        if not path.exists():
+        if snap.warc_file not in state:
+            state[snap.warc_file] = _file_state(settings, store, snap.warc_file, objects.get(snap.warc_file), report)
+        if state[snap.warc_file] is not None:
             report.missing_files.add(snap.warc_file)
-            kind, detail = "missing", f"WARC file {snap.warc_file} is missing from {settings.warc_dir}"
+            kind, detail = "missing", state[snap.warc_file]
         else:
             try:
-                rec = read_record(path, snap.offset, snap.length, max_bytes=settings.decode_max_bytes)
+                rec = read_stored(settings, snap.warc_file, snap.offset, snap.length,
+                                  max_bytes=settings.decode_max_bytes, fresh=True)
                 found = _check_against_index(rec, snap, referred_sha)
                 if found:
                     kind, detail = "mismatch", "; ".join(found)
                 if snap.request_offset is not None and not found:
-                    req = read_record(path, snap.request_offset, snap.request_length or 0)
+                    req = read_stored(settings, snap.warc_file, snap.request_offset, snap.request_length or 0,
+                                      fresh=True)
                     if req.problems:
                         kind, detail = "mismatch", "request record: " + "; ".join(req.problems)
             except RecordUnreadable as exc:

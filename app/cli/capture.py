@@ -1,4 +1,4 @@
-"""`caveat capture` and `caveat verify`."""
+"""`caveat capture`, `caveat verify` and `caveat upload`."""
 
 from __future__ import annotations
 
@@ -14,6 +14,8 @@ from app.capture.verify import verify_all
 from app.cli.core import _run_reindex
 from app.cli.access import verify_log_command
 from app.cli.browser import browser_capture_command
+from app.errors import BadRequest
+from app.storage.uploads import spool_series, upload_spool
 
 
 def _shown(url: str) -> str:
@@ -155,6 +157,7 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
     if as_json:
         emit({"passed": report.passed, "checked": report.checked, "unindexed": report.unindexed,
               "database": list(report.database), "missing_files": sorted(report.missing_files),
+              "changed_objects": sorted(report.changed_objects),
               "counts": report.counts(), "problems": [p.line() for p in report.problems]}, ok=report.passed)
         if not report.passed:
             sys.exit(1)
@@ -178,4 +181,41 @@ def verify(obj: CliContext, quiet: bool, repair: bool, as_json: bool, check_log:
                                      if report.unindexed and not repair else ""))
     if report.missing_files:
         click.echo("missing files: " + ", ".join(sorted(report.missing_files)))
+    if report.changed_objects:
+        click.echo("changed objects (their size or SHA-256 is not what was uploaded; restore them from a copy): "
+                   + ", ".join(sorted(report.changed_objects)))
     sys.exit(1)
+
+
+@main.command()
+@click.option("--all", "seal_all", is_flag=True, help="Also seal and upload the newest file of every series no "
+              "writer holds now (the main series included), not only the rotated ones.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, uploaded, already, failed, waiting}.")
+@click.pass_obj
+def upload(obj: CliContext, seal_all: bool, as_json: bool) -> None:
+    """Upload the sealed WARC files of the local spool to CAVEAT_ARCHIVE_URL now (docs/storage.md).
+
+    `caveat worker` and `caveat crawl` do this themselves, beside capture; this command is for the files
+    `caveat serve` or `caveat capture` wrote, or a spool left by a machine that stopped. Each object is
+    written once (never over another) and checked by its SHA-256 before the local copy is removed.
+    Exits 1 when an upload failed (the local file is kept).
+
+    \b
+    Example:
+      CAVEAT_ARCHIVE_URL=s3://warcs/caveat caveat upload --all
+    """
+    json_mode(as_json)
+    if not obj.settings.archive_url:
+        raise BadRequest("CAVEAT_ARCHIVE_URL is not set: the WARC files stay in the data folder, nothing to upload "
+                         "(set it to s3://bucket/prefix, with CAVEAT_S3_ENDPOINT for a store other than Amazon S3)")
+    db = obj.database()
+    seal = frozenset(spool_series(obj.settings.warc_dir)) if seal_all else frozenset()
+    report = upload_spool(db, seal=seal, say=(lambda m: None) if as_json else (lambda m: click.echo(m, err=True)))
+    if as_json:
+        emit({"uploaded": report.uploaded, "already": report.already, "failed": report.failed,
+              "waiting": report.waiting}, ok=not report.failed)
+    else:
+        click.echo(f"{len(report.uploaded)} file(s) uploaded, {len(report.already)} already there, "
+                   f"{len(report.failed)} failed; {report.waiting} open file(s) left to their writers")
+    if report.failed:
+        sys.exit(1)

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from app.storage.uploads import Uploader
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 from app.crawl import workflow as crawl_service
@@ -246,7 +247,14 @@ def crawl_cmd(obj: CliContext, names: tuple[str, ...], as_json: bool) -> None:
         raise NotFound("No sources to crawl: `caveat source add NAME URL` adds one.")
     sources, skipped = _unreachable(obj, sources)
     display = _Display(len(sources), "crawl")
-    reports = [schedule_service.crawl_now(db, obj.settings, src, display) for src in sources]
+    # With a bucket (docs/storage.md): sealed files upload beside the crawl; ours is sealed at its end.
+    uploader = Uploader(db, series=obj.settings.warc_series, say=lambda m: click.echo(m, err=True)).start() \
+        if obj.settings.archive_url else None
+    try:
+        reports = [schedule_service.crawl_now(db, obj.settings, src, display) for src in sources]
+    finally:
+        if uploader is not None:
+            uploader.close()
     if as_json:
         emit({"count": len(reports), "reports": [report_json(r) for r in reports], "skipped": skipped},
              ok=not (any(r.failed for r in reports) or skipped))

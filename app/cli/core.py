@@ -123,6 +123,7 @@ def reindex(obj: CliContext, no_reparse: bool, as_json: bool = False) -> None:
     records crawls write), access changes, measurements, reviewers' corrections and decisions, and the
     CDXJ; then re-derive entries, flags and quotable answers by reparsing (corrections applied, decisions
     re-applied). Not restored: accounts, sessions, API tokens, webhooks, change history (back them up). WARC files other tools wrote that are dropped into the WARC folder are indexed too.
+    With CAVEAT_ARCHIVE_URL, every object in the bucket is indexed as well (docs/storage.md).
     Idempotent; a killed run resumes where it stopped. Holds the store's lock, so no capture runs meanwhile.
 
     \b

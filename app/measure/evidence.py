@@ -21,6 +21,7 @@ from app.storage.indexing import MetadataHandler, register_metadata_handler
 from app.measure.prompts import shared_ngrams
 from app.measure.recheck import recheck
 from archive.citeid import normalize_citation_id
+from app.storage.objects import read_stored
 from archive.reader import RecordUnreadable, read_record
 
 
@@ -34,7 +35,7 @@ def find(session: Session, citation_id: str) -> Measurement | None:
 def fixity(settings: Settings, m: Measurement) -> tuple[str, str, dict | None]:
     """(ok|failed, message, the metadata record's JSON) from the WARC bytes, read now."""
     try:
-        rec = read_record(settings.warc_dir / m.warc_file, m.offset, m.length, max_bytes=settings.decode_max_bytes)
+        rec = read_stored(settings, m.warc_file, m.offset, m.length, max_bytes=settings.decode_max_bytes)
     except (RecordUnreadable, OSError) as exc:
         return "failed", f"the evidence record cannot be read: {exc}", None
     problems = list(rec.problems)

@@ -24,7 +24,8 @@ from app.measure.client import CHAT_PATH, Endpoint, Exchange, MeasureError, _par
 from app.measure.prompts import prompt_set_sha256
 from app.measure.run import Outcome, Plan, summarise
 from app.models import Snapshot
-from archive.reader import RecordUnreadable, read_record
+from app.storage.objects import read_stored
+from archive.reader import RecordUnreadable
 
 REL_TOLERANCE = 0.01  # a stated rate may differ from the recomputed one by 1% (the archive keeps times in µs)
 ABS_TOLERANCE = 0.05
@@ -54,11 +55,11 @@ def _close(a, b) -> bool:
         return False
 
 
-def _request(warc_dir: Path, snap: Snapshot, max_bytes: int) -> tuple[str | None, dict | None]:
+def _request(settings, snap: Snapshot, max_bytes: int) -> tuple[str | None, dict | None]:
     """(path, JSON body) of the archived request record, or (None, None) when the archive has none."""
     if snap.request_offset is None or not snap.request_length:
         return None, None
-    rec = read_record(warc_dir / snap.warc_file, snap.request_offset, snap.request_length, max_bytes=max_bytes)
+    rec = read_stored(settings, snap.warc_file, snap.request_offset, snap.request_length, max_bytes=max_bytes)
     if rec.problems:
         raise RecordUnreadable("damaged", "; ".join(rec.problems))
     head, _, body = rec.block.partition(b"\r\n\r\n")
@@ -85,11 +86,10 @@ def _exchange(session: Session, settings, ref: dict, stated: dict, result: dict)
     if snap is None:
         raise MeasureError(f"exchange {n}: its response record {rid} is not in the archive")
     try:
-        rec = read_record(settings.warc_dir / snap.warc_file, snap.offset, snap.length,
-                          max_bytes=settings.decode_max_bytes)
+        rec = read_stored(settings, snap.warc_file, snap.offset, snap.length, max_bytes=settings.decode_max_bytes)
         if rec.problems:
             raise RecordUnreadable("damaged", "; ".join(rec.problems))
-        path, req = _request(settings.warc_dir, snap, settings.decode_max_bytes)
+        path, req = _request(settings, snap, settings.decode_max_bytes)
     except (RecordUnreadable, OSError) as exc:
         raise MeasureError(f"exchange {n}: its records cannot be read: {exc}") from None
     prompt = stated.get("prompt") or ""

@@ -27,7 +27,8 @@ from app.models import Measurement, Snapshot, Source
 from app.storage.snapshots import load_record
 from archive import textquote
 from archive.cdxj import CdxjRow
-from archive.reader import RecordUnreadable, read_record
+from app.storage.objects import archive_store, read_stored
+from archive.reader import RecordUnreadable
 from archive.timestamps import ts17
 from archive.wacz import Page, write_wacz
 from archive.warcwriter import WarcWriter
@@ -120,6 +121,7 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
     selected = {s.id for s in snaps}
     measured = _measurements(session, {s.citation_id for s in snaps}, report)
     rows, pages = [], []
+    store = archive_store(settings)
     with tempfile.TemporaryDirectory(dir=out.parent if out.parent.exists() else None) as tmp:
         name = f"caveat-export-{ts17(datetime.now(timezone.utc))}.warc.gz"
         warc = Path(tmp) / name
@@ -127,35 +129,29 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
         with open(warc, "ab") as f:
             pos = f.tell()
             for s in sorted(wanted.values(), key=lambda r: (r.timestamp, r.id)):
-                src = settings.warc_dir / s.warc_file
-                if not _verified(src, s.offset, s.length, f"{s.citation_id} {s.url}", report):
+                if not _verified(settings, s.warc_file, s.offset, s.length, f"{s.citation_id} {s.url}", report):
                     continue
                 members = [(s.offset, s.length, True)]
                 if s.request_offset is not None and s.request_length:
                     members.append((s.request_offset, s.request_length, False))
-                with open(src, "rb") as fin:
-                    for off, length, main in members:
-                        fin.seek(off)
-                        data = fin.read(length)
-                        if main:
-                            rows.append(CdxjRow(
-                                urlkey=s.surt, timestamp=s.timestamp, url=s.url,  # 17 digits, as Caveat cites
-                                mime="warc/revisit" if s.record_type == "revisit" else (s.mime or "unk"),
-                                status=s.status, digest=s.payload_digest, length=length, offset=pos, filename=name))
-                        f.write(data)
-                        pos += length
-                        report.records += 1
+                for off, length, main in members:  # by range: from the spool, or from the bucket's object
+                    data = store.read_range(s.warc_file, off, length)
+                    if main:
+                        rows.append(CdxjRow(
+                            urlkey=s.surt, timestamp=s.timestamp, url=s.url,  # 17 digits, as Caveat cites
+                            mime="warc/revisit" if s.record_type == "revisit" else (s.mime or "unk"),
+                            status=s.status, digest=s.payload_digest, length=length, offset=pos, filename=name))
+                    f.write(data)
+                    pos += length
+                    report.records += 1
                 if s.id in selected:
                     report.snapshots += 1
                     if is_page(s):
                         pages.append(_page(settings, session, s))
             for m in measured:  # each measurement's evidence record, after the exchanges it names
-                src = settings.warc_dir / m.warc_file
-                if not _verified(src, m.offset, m.length, f"measurement {m.citation_id}", report):
+                if not _verified(settings, m.warc_file, m.offset, m.length, f"measurement {m.citation_id}", report):
                     continue
-                with open(src, "rb") as fin:
-                    fin.seek(m.offset)
-                    f.write(fin.read(m.length))
+                f.write(store.read_range(m.warc_file, m.offset, m.length))
                 pos += m.length
                 report.records += 1
                 report.measurements += 1
@@ -170,10 +166,10 @@ def export_wacz(session: Session, settings: Settings, out: Path | str, *, source
     return report
 
 
-def _verified(src: Path, offset: int, length: int, what: str, report: ExportReport) -> bool:
+def _verified(settings: Settings, name: str, offset: int, length: int, what: str, report: ExportReport) -> bool:
     """Whether the record at ``offset`` reads and its digests verify; when not, why goes to the report."""
     try:
-        rec = read_record(src, offset, length)
+        rec = read_stored(settings, name, offset, length)
     except RecordUnreadable as exc:
         report.skipped.append(f"{what}: {exc.kind}: {exc.message}")
         return False

@@ -20,8 +20,9 @@ from app.models import Snapshot
 from archive.citeid import normalize_citation_id
 from archive.decoding import DecodeLimits, decode_content
 from archive.headers import first as first_header
-from archive.reader import RecordUnreadable, WarcRecord, read_record
+from archive.reader import RecordUnreadable, WarcRecord
 from app.db import Database
+from app.storage.objects import read_stored
 
 MAX_REVISIT_DEPTH = 5
 
@@ -53,7 +54,7 @@ def limits_of(settings: Settings) -> DecodeLimits:
 
 
 def _read(settings: Settings, snapshot: Snapshot) -> WarcRecord:
-    return read_record(settings.warc_dir / snapshot.warc_file, snapshot.offset, snapshot.length,
+    return read_stored(settings, snapshot.warc_file, snapshot.offset, snapshot.length,
                        max_bytes=settings.decode_max_bytes)
 
 

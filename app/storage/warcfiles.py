@@ -27,7 +27,7 @@ from sqlalchemy import func, select
 from app import __version__
 from app.config import Settings
 from app.db import Database
-from app.models import Snapshot
+from app.models import ArchiveObject, Snapshot
 from app.storage.indexing import Reindexer
 from archive.cdxj import CdxjRow, merge_index, write_index
 from archive.indexer import Walk, walk
@@ -182,10 +182,17 @@ class WarcStore:
         self._tidy_idle_series()
         if files:
             path = files[-1]
-            if self.repair(path) and path.stat().st_size < self.settings.warc_rotate_bytes:
+            if self.repair(path) and path.stat().st_size < self.settings.warc_rotate_bytes and not self._uploaded(path):
                 self.writer = self._writer(path)
                 return
         self.writer = self._writer(self.settings.warc_dir / new_warc_name(self.series))
+
+    def _uploaded(self, path: Path) -> bool:
+        """Whether ``path`` is already an object in the bucket (an uploader stopped before removing it): sealed."""
+        if not self.settings.archive_url:
+            return False
+        with self.db.Session() as s:
+            return s.get(ArchiveObject, path.name) is not None
 
     def _tidy_idle_series(self) -> None:
         """The other series nobody is writing now (their lock is free: e.g. a worker that was killed): index
@@ -250,7 +257,10 @@ class WarcStore:
         total = 0
         for path in files:
             start = ends.get(path.name, 0)
-            if path.stat().st_size <= start:
+            try:
+                if path.stat().st_size <= start:
+                    continue
+            except FileNotFoundError:   # sealed and uploaded meanwhile (docs/storage.md)
                 continue
             # Usually only the metadata record of the last crawl follows: read the tail first, and load
             # the index for a catch-up only when whole responses without rows are there.

@@ -17,6 +17,7 @@ from app.crawl.workflow import end_dead_crawls
 from app.db import Database
 from app.errors import BadRequest
 from app.models import HookDelivery, Source, utcnow
+from app.storage.uploads import Uploader
 from app.storage.warcfiles import check_cdxj
 from app.watch import hooks  # noqa: F401  (registers the delivery job)
 from app.watch.jobs import (HEARTBEAT, ORPHAN_AFTER, STALLED_AFTER, PgQueue, build_app, conninfo, ensure_schema, is_postgres,
@@ -167,6 +168,9 @@ def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STA
     queue = queue_for(db)
     app = build_app(db, PsycopgConnector(conninfo=conninfo(db.url), min_size=1, max_size=max(2, concurrency + 2)))
     say(f"worker {series} (pid {os.getpid()}): {concurrency} job(s) at a time; WARC series {series}")
+    # With a bucket (docs/storage.md): sealed files (and a killed worker's series) upload beside the jobs;
+    # our own series is sealed and uploaded when the worker stops.
+    uploader = Uploader(db, series=series, say=say).start() if settings.archive_url else None
 
     async def main():
         async with app.open_async():
@@ -190,5 +194,7 @@ def run_worker(db: Database, *, concurrency: int = 1, stalled_after: float = STA
     try:
         asyncio.run(main())
     finally:
+        if uploader is not None:
+            uploader.close()
         if slot is not None:
             slot.close()
