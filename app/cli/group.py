@@ -47,6 +47,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'serve': ('app.cli.core', 'Serve the web UI, the JSON API, replay and citations.'),
     'source': ('app.cli.claims', 'Manage the leaderboards and posts Caveat follows.'),
     'token': ('app.cli.accounts', "API tokens for programs (sent as 'Authorization: Bearer <token>')."),
+    'upload': ('app.cli.capture', 'Upload the sealed WARC files of the local spool to CAVEAT_ARCHIVE_URL now (docs/storage.md).'),
     'user': ('app.cli.accounts', 'Reviewer accounts (they sign in to confirm or dismiss flags).'),
     'verify': ('app.cli.capture', "Check the database (SQLite's integrity check), re-read every indexed WARC record and recompute its digests, and look for whole WARC records the index lacks."),
     'withdraw': ('app.cli.access', 'Withdraw a capture: its citation answers 410 Gone, its metadata and the reason still shown.'),
