@@ -95,6 +95,8 @@ class ParseResult:
     warnings: list[str] = field(default_factory=list)   # page-level warnings
     text: str = ""                              # the decoded document every quote and offset refers to
     encoding: str = ""                          # how it was decoded ("utf-8", "cp1252", ...)
+    # (text, blocks) the pipeline segmented, so the learned reader reuses them (scrapers.learned)
+    segmented: tuple | None = field(default=None, repr=False, compare=False)
 
 PHASES = ("decode", "prefill", "e2e")
 SCOPES = ("per_user", "aggregate")

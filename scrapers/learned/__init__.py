@@ -41,6 +41,10 @@ CHOSEN_BY = f"learned recall net v{VERSION}"
 MODEL_PATH = Path(__file__).with_name("model.json")
 PHASE_NAMES = ("decode", "prefill", "e2e")
 TOLERANCE = 0.005        # a figure is "the same" as another within 0.5 % (the corpus matcher's tolerance)
+# A board the rules read row by row (this many figures or more): the net reads only its head, where a column
+# of figures the rules missed shows as well as anywhere below it (what keeps parse + store >= 5,000 rows/s)
+BOARD_ENTRIES = 200
+BOARD_HEAD = 32_000
 
 __all__ = ["Proposal", "propose", "Net", "load", "VERSION", "CHOSEN_BY"]
 
@@ -114,12 +118,18 @@ class Page:
     span_entry: dict                   # candidate index -> rules entry read from that span
     fallback_model: str | None
     page_model: str | None
+    scored: list[int] | None = None    # the candidates X has rows for, in order (None: every candidate)
 
 
 def prepare(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None,
-            entries: list | None = None) -> Page:
+            entries: list | None = None, only_unread: bool = False, segmented: tuple | None = None) -> Page:
+    """The page's candidates and features. ``only_unread`` (inference): features only for the candidates
+    the rules did not read (the only ones that can be proposed), and on a board the rules read row by row
+    (``BOARD_ENTRIES`` figures or more) only the numbers in its first ``BOARD_HEAD`` characters."""
     text = decode_body(body, content_type).text
-    view, cands = candidates(text, kind, content_type)
+    figs_n = sum(1 for e in (entries or []) if isinstance(e.fields.get("headline_tps"), (int, float)))
+    head = text[:BOARD_HEAD] if only_unread and figs_n >= BOARD_ENTRIES else text
+    view, cands = candidates(head, kind, content_type, segmented)
     figs = [e for e in (entries or []) if isinstance(e.fields.get("headline_tps"), (int, float))]
     values = sorted(float(e.fields["headline_tps"]) for e in figs)
     by_start = {}
@@ -142,11 +152,12 @@ def prepare(body: bytes | str, *, kind: str, content_type: str | None = None, ur
     page = {"position": lambda c: c.vstart / n, "n_rules": len(figs),
             "rules_row": lambda c: (c.block_start, c.row_index) in rows,
             "rules_block": lambda c: c.block_start in blocks, "tps_words": tps_words}
-    X = matrix(cands, page)
+    scored = [i for i, c in enumerate(cands) if not c.rules_read] if only_unread else None
+    X = matrix([cands[i] for i in scored] if scored is not None else cands, page)
     models = Counter(e.fields.get("model") for e in figs if e.fields.get("model"))
     page_model = models.most_common(1)[0][0] if models else None
     return Page(text, view.text, cands, X, figs, span_entry, sole_model(view.text[:200_000]) if not page_model else None,
-                page_model)
+                page_model, scored)
 
 
 def name(page: Page, i: int) -> tuple[str | None, str | None, str]:
@@ -178,36 +189,45 @@ def name(page: Page, i: int) -> tuple[str | None, str | None, str]:
 def ranked(page: Page, net: Net, threshold: float | None = None, *, only_unread: bool = True) -> list[Proposal]:
     """The page's proposals above ``threshold`` (default: the net's), one per figure and name."""
     thr = net.threshold if threshold is None else threshold
-    p_fig, p_phase = net.scores(page.X)
+    if page.X.shape[0] == 0:
+        return []
+    p_fig = net.figure.predict(page.X, num_threads=1)
+    hits = np.nonzero(p_fig >= thr)[0]
+    p_phase = np.zeros((len(p_fig), len(PHASE_NAMES)))
+    if len(hits):       # the phase only of what is proposed
+        p_phase[hits] = net.phase.predict(page.X[hits], num_threads=1).reshape(len(hits), -1)
     return proposals_from(page, p_fig, p_phase, thr, only_unread=only_unread)
 
 
 def proposals_from(page: Page, p_fig, p_phase, thr: float, *, only_unread: bool = True) -> list[Proposal]:
     best: dict[tuple, Proposal] = {}
-    for i in np.nonzero(p_fig >= thr)[0]:
+    for row in np.nonzero(p_fig >= thr)[0]:
+        i = page.scored[row] if page.scored is not None else row
         c = page.cands[i]
         if only_unread and c.rules_read:
             continue
         model, test, how = name(page, i)
-        k = int(np.argmax(p_phase[i]))
+        k = int(np.argmax(p_phase[row]))
         key = (round(c.value, 6), (model or "").lower(), test, k)
-        conf = float(p_fig[i])
+        conf = float(p_fig[row])
         if key in best and best[key].confidence >= conf:
             continue
         sel = selector(page.text, c.start, c.end) if c.start >= 0 else None
         best[key] = Proposal(
-            figure=c.value, quote=c.exact, confidence=conf, phase=PHASE_NAMES[k], phase_confidence=float(p_phase[i][k]),
+            figure=c.value, quote=c.exact, confidence=conf, phase=PHASE_NAMES[k], phase_confidence=float(p_phase[row][k]),
             model=model, test=test, evidence=c.context_words()[:600], selector=sel, named_by=how,
             fields={"headline_tps": c.value, "model": model, "test": test, "phase": PHASE_NAMES[k]})
     return sorted(best.values(), key=lambda p: (p.selector or {}).get("start", 0))
 
 
 def propose(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None,
-            entries: list | None = None, net: Net | None = None, threshold: float | None = None) -> list[Proposal]:
+            entries: list | None = None, net: Net | None = None, threshold: float | None = None,
+            segmented: tuple | None = None) -> list[Proposal]:
     """Figures on the page that the rules' ``entries`` did not read and the net is confident about (at least
     its threshold, chosen in training), each with its confidence, phase, evidence words and selector."""
     try:
-        page = prepare(body, kind=kind, content_type=content_type, url=url, entries=entries)
+        page = prepare(body, kind=kind, content_type=content_type, url=url, entries=entries, only_unread=True,
+                       segmented=segmented)
+        return ranked(page, net or load(), threshold)
     except Exception:  # a proposal is a help, never a reason to fail a crawl
         return []
-    return ranked(page, net or load(), threshold)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,8 +35,24 @@ def _tokens(s: str) -> list[str]:
     return TOKEN.findall((s or "").lower())
 
 
+_H: dict[tuple[str, str], int] = {}
+
+
 def _h(slot: str, tok: str) -> int:
-    return N_DENSE + (zlib.crc32(f"{slot}:{tok}".encode()) & (N_HASH - 1))
+    k = (slot, tok)
+    i = _H.get(k)
+    if i is None:
+        i = N_DENSE + (zlib.crc32(f"{slot}:{tok}".encode()) & (N_HASH - 1))
+        if len(_H) < 200_000:
+            _H[k] = i
+    return i
+
+
+@lru_cache(maxsize=16384)
+def _slot(slot: str, s: str) -> frozenset:
+    """The hashed columns of one context string (a header, row label, caption, headings or key path is
+    shared by many candidates: computed once)."""
+    return frozenset(_h(slot, t) for t in _tokens(s)[:24])
 
 
 def dense_row(c: Candidate, page: dict) -> list[float]:
@@ -72,8 +89,8 @@ def hashed(c: Candidate) -> list[int]:
     if right:
         idx.add(_h("R1", right[0]))
     for slot, s in (("H", c.header), ("W", c.row), ("C", c.caption), ("S", c.section), ("K", c.keypath)):
-        for t in _tokens(s)[:24]:
-            idx.add(_h(slot, t))
+        if s:
+            idx.update(_slot(slot, s))
     return sorted(idx)
 
 
