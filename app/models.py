@@ -196,6 +196,10 @@ class Entry(Base):
     open_flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     decision_status: Mapped[str] = mapped_column(String(16), default="none", nullable=False)  # none|pending|decided
     roofline_ratio: Mapped[float | None] = mapped_column(Float)  # per-user decode figure / bandwidth bound (issue 28)
+    # issue 26: "read" (the rules read it, or a reviewer added it) | "proposed" (the learned reader proposes it:
+    # never in a recipe, never quoted until a reviewer confirms it); the proposal's confidence, 0..1
+    status: Mapped[str] = mapped_column(String(16), default="read", server_default="read", nullable=False)
+    confidence: Mapped[float | None] = mapped_column(Float)
 
     __table_args__ = (
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
@@ -206,6 +210,7 @@ class Entry(Base):
         Index("ix_entries_inflation", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_roofline", "roofline_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_decision", "decision_status", "severity_rank"),
+        Index("ix_entries_status", "status", "gone", "confidence"),
     )
 
 

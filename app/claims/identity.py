@@ -198,6 +198,24 @@ def entry_keys(rows: Iterable[dict], key_columns: Iterable[str] | None = None) -
     return keys
 
 
+PROPOSAL_FIELDS = ("model", "test", "phase", "headline_tps")
+
+
+def proposal_keys(rows: Iterable[dict], model_version: Iterable[str | None]) -> list[str]:
+    """``entry_key`` of the learned reader's proposals: ``p`` + 31 hex over the figure, its model, test and
+    phase and the version of the model that proposed it, + ``:`` + ordinal. Never a key of the rules' rows
+    (those are all hex), so a proposal never takes a read entry's place; another model's proposal is
+    another proposal (its own entry, its own ``chosen_by``)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for fields, version in zip(rows, model_version):
+        ident = "p" + _digest({**{k: normalise(k, fields.get(k)) for k in PROPOSAL_FIELDS}, "by": version})[:31]
+        n = seen.get(ident, 0)
+        seen[ident] = n + 1
+        keys.append(f"{ident}:{n}")
+    return keys
+
+
 def _scenario_label(label: str) -> bool:
     """A row or group label that names a configuration ("fp8 KV", "Estonia suite", "c2, 5 runs"), not
     the sentence a prose figure came from: short, few words, no sentence punctuation."""

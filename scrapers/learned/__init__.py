@@ -18,6 +18,7 @@ One thread, no GPU, no network.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import json
 import os
 from collections import Counter
@@ -30,6 +31,7 @@ import lightgbm as lgb  # noqa: E402
 import numpy as np  # noqa: E402
 
 from scrapers.decode import decode_body  # noqa: E402
+from scrapers.fields import ParsedEntry  # noqa: E402
 from scrapers.learned.candidates import Candidate, candidates, model_cell, test_name  # noqa: E402
 from scrapers.learned.features import matrix  # noqa: E402
 from scrapers.meaning import TPS_UNIT  # noqa: E402
@@ -46,7 +48,7 @@ TOLERANCE = 0.005        # a figure is "the same" as another within 0.5 % (the c
 BOARD_ENTRIES = 200
 BOARD_HEAD = 32_000
 
-__all__ = ["Proposal", "propose", "Net", "load", "VERSION", "CHOSEN_BY"]
+__all__ = ["Proposal", "propose", "as_entry", "Net", "load", "VERSION", "CHOSEN_BY"]
 
 
 @dataclass
@@ -73,21 +75,39 @@ class Proposal:
 
 
 class Net:
-    """The two boosters (figure yes/no, phase of a figure) and the threshold chosen in training."""
+    """The two boosters (figure yes/no, phase of a figure) and the threshold chosen in training.
 
-    def __init__(self, figure: lgb.Booster, phase: lgb.Booster, threshold: float, meta: dict | None = None):
+    ``model_version``: ``v<VERSION>.<12 hex>``, the hex a SHA-256 of both boosters as text, so the same
+    training gives the same version wherever it ran, and every proposal names the model that made it."""
+
+    def __init__(self, figure: lgb.Booster, phase: lgb.Booster, threshold: float, meta: dict | None = None,
+                 model_version: str | None = None):
         self.figure, self.phase, self.threshold, self.meta = figure, phase, threshold, meta or {}
+        self.model_version = model_version or version_of(figure.model_to_string(num_iteration=-1),
+                                                         phase.model_to_string(num_iteration=-1))
+        self.path: str | None = None
 
     @classmethod
     def from_dict(cls, d: dict) -> "Net":
-        return cls(lgb.Booster(model_str=d["figure"]),
-                   lgb.Booster(model_str=d["phase"]), float(d["threshold"]), d.get("meta"))
+        return cls(lgb.Booster(model_str=d["figure"]), lgb.Booster(model_str=d["phase"]), float(d["threshold"]),
+                   d.get("meta"), version_of(d["figure"], d["phase"]))
+
+    def chosen_by(self, p: "Proposal") -> dict:
+        """What an entry keeps of the part that chose it (``ParsedEntry.chosen_by``)."""
+        return {"part": "learned", "model": CHOSEN_BY, "model_version": self.model_version,
+                "confidence": round(p.confidence, 4), "threshold": self.threshold, "phase": p.phase,
+                "phase_confidence": round(p.phase_confidence, 4), "named_by": p.named_by}
 
     def scores(self, X) -> tuple[np.ndarray, np.ndarray]:
         if X.shape[0] == 0:
             return np.zeros(0), np.zeros((0, 3))
         return (self.figure.predict(X, num_threads=1),
                 self.phase.predict(X, num_threads=1).reshape(X.shape[0], -1))
+
+
+def version_of(figure_text: str, phase_text: str) -> str:
+    digest = hashlib.sha256(figure_text.encode() + b"\n" + phase_text.encode()).hexdigest()
+    return f"v{VERSION}.{digest[:12]}"
 
 
 _NET: Net | None = None
@@ -97,10 +117,22 @@ def load(path: Path | None = None) -> Net:
     """The shipped net (cached), or the one at ``path``."""
     global _NET
     if path is not None:
-        return Net.from_dict(json.loads(Path(path).read_text()))
+        net = Net.from_dict(json.loads(Path(path).read_text()))
+        net.path = str(path)
+        return net
     if _NET is None:
         _NET = Net.from_dict(json.loads(MODEL_PATH.read_text()))
+        _NET.path = str(MODEL_PATH)
     return _NET
+
+
+def as_entry(p: Proposal, net: Net) -> ParsedEntry:
+    """A proposal shaped as a parsed entry (stored with status "proposed"): its figure, model, test and
+    phase, the figure's quote and selector, the evidence words as its context, and who chose it."""
+    fields = {k: v for k, v in p.fields.items() if v is not None}
+    return ParsedEntry(fields=fields, quotes={"headline_tps": p.quote},
+                       selectors={"headline_tps": p.selector} if p.selector else {}, context=p.evidence,
+                       chosen_by=net.chosen_by(p))
 
 
 def _close(a: float, b: float) -> bool:
