@@ -5,10 +5,13 @@ the snapshot's decoded text (W3C TextQuoteSelector ``exact``/``prefix``/``suffix
 TextPositionSelector ``start``/``end``), never a database id, so it applies to whatever entry a later
 parser produces for that occurrence:
 
-- ``fix``: set fields of the entry whose headline figure is that occurrence;
+- ``fix``: set fields of the entry whose headline figure is that occurrence (at a figure the learned reader
+  proposes, it confirms the proposal with those fields, as ``add`` does);
 - ``add``: a figure the parser missed; the entry stays when no parser reads it (when one does, the
-  reviewer's fields are applied to the parser's entry instead, so there is never a duplicate);
-- ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone);
+  reviewer's fields are applied to the parser's entry instead, so there is never a duplicate); at a figure
+  the learned reader proposes, it confirms the proposal: the reviewer's entry starts from its fields;
+- ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone); at a proposal's
+  figure, the proposal is dropped;
 - ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29).
 
 :func:`apply` runs inside ``store_parse`` for every snapshot of a source, at or after the snapshot the
@@ -219,7 +222,7 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
             rejected.update(targets)
             rejected_at.add(pos)
             continue
-        if not targets and c.kind == "add":
+        if not targets and (c.kind == "add" or (c.kind == "fix" and pos in proposed_at)):
             pe = _added(text, pos, c, proposed_at.get(pos))
             entries.append(pe)
             # its identity is the figure and where the reviewer added it (not a proposal's names)

@@ -30,7 +30,7 @@ def entry_state(session: Session, entry_id: int) -> dict:
         raise NotFound(f"No entry {entry_id}. GET /api/entries lists them.")
     v = session.get(EntryVersion, e.current_version_id) if e.current_version_id else None
     return {"id": e.id, "version": v.version_no if v else 0, "fields": (v.fields if v else {}) or {},
-            "gone": e.gone, "recipe_id": e.recipe_id}
+            "gone": e.gone, "recipe_id": e.recipe_id, "status": e.status}
 
 
 def etag(version: int) -> str:
@@ -123,7 +123,10 @@ def _apply(db: Database, settings: Settings, correction_id: int, snap: Snapshot,
     and record the ``corrected`` change event."""
     report = reapply_latest(db, settings, snap.source_id)
     with db.Session() as s:
-        entry_id = before["id"] if before else _entry_of(s, snap.source_id, correction_id)
+        # a fix of a proposal confirms it: the reviewer's entry is a new one (the proposal is gone)
+        confirmed = before is not None and before.get("status") == "proposed"
+        entry_id = before["id"] if before and not confirmed else _entry_of(s, snap.source_id, correction_id)
+        entry_id = entry_id if entry_id is not None or not before else before["id"]
         after = entry_state(s, entry_id) if entry_id is not None else None
         old = (before or {}).get("fields") or {}
         new = (after or {}).get("fields") or {}
