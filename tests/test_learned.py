@@ -156,3 +156,36 @@ def test_the_shipped_model_is_small_and_says_how_it_was_made():
     d = json.loads(learned.MODEL_PATH.read_text())
     assert d["version"] == learned.VERSION and 0.0 < d["threshold"] < 1.0
     assert d["meta"]["seed"] == train.SEED and "real-heldout18" in d["meta"]["sets"]
+
+
+def test_parse_speed_shortcuts_give_the_scores_training_gives():
+    """propose() scores only what the rules did not read, with the pipeline's own blocks: the same proposals,
+    with the same confidences, as scoring every candidate of a fresh segmentation (what training sees)."""
+    net = learned.load()
+    n = 0
+    for name in ("real-heldout16", "real-heldout17"):
+        folder = ROOT / "tests" / "data" / name
+        for lp in train.committed(folder):
+            label = json.loads(lp.read_text())
+            body = (folder / "pages" / label["page"]).read_bytes()
+            ct = label.get("content_type")
+            kind = scrapers.guess_kind(body, ct)[0]
+            r = scrapers.parse(body, kind=kind, content_type=ct)
+            fast = learned.propose(r.text, kind=kind, content_type=ct, entries=r.entries, net=net, segmented=r.segmented)
+            full = learned.ranked(learned.prepare(body, kind=kind, content_type=ct, entries=r.entries), net)
+            assert [(p.figure, p.model, p.test, p.phase, round(p.confidence, 9)) for p in fast] == \
+                   [(p.figure, p.model, p.test, p.phase, round(p.confidence, 9)) for p in full], label["page"]
+            n += len(fast)
+    assert n > 0
+
+
+def test_a_board_is_read_only_at_its_head():
+    rows = "\n".join(f"| m{i} | {100 + i}.5 | {i % 7}.25 |" for i in range(400))
+    page = "# Board\n\n| model | tok/s | other |\n| --- | --- | --- |\n" + rows + "\n"
+    kind, r = _parse(page)
+    assert len(r.entries) >= learned.BOARD_ENTRIES
+    head = learned.prepare(page, kind=kind, content_type="text/markdown", entries=r.entries, only_unread=True)
+    whole = learned.prepare(page, kind=kind, content_type="text/markdown", entries=r.entries)
+    assert head.cands and max(c.start for c in head.cands) < learned.BOARD_HEAD
+    assert max(c.start for c in whole.cands) > learned.BOARD_HEAD     # the page is longer than its head
+    assert head.X.shape[0] == sum(not c.rules_read for c in head.cands) < len(head.cands)
