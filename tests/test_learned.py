@@ -180,8 +180,8 @@ def test_parse_speed_shortcuts_give_the_scores_training_gives():
 
 
 def test_a_board_is_read_only_at_its_head():
-    rows = "\n".join(f"| m{i} | {100 + i}.5 | {i % 7}.25 |" for i in range(400))
-    page = "# Board\n\n| model | tok/s | other |\n| --- | --- | --- |\n" + rows + "\n"
+    rows = "\n".join(f"| some-model-name-{i} | {100 + i}.5 | {i % 7}.25 | a few words of notes |" for i in range(1500))
+    page = "# Board\n\n| model | tok/s | other | notes |\n| --- | --- | --- | --- |\n" + rows + "\n"
     kind, r = _parse(page)
     assert len(r.entries) >= learned.BOARD_ENTRIES
     head = learned.prepare(page, kind=kind, content_type="text/markdown", entries=r.entries, only_unread=True)
