@@ -152,6 +152,12 @@ class Recipe(Base):
     quotable: Mapped[dict | None] = mapped_column(JSON)
     quotable_tps: Mapped[float | None] = mapped_column(Float)
     basis: Mapped[str | None] = mapped_column(String(16))
+    # issue 26: the model key (app/claims/identity.model_key) `caveat quote NAME` and /api/quotable?model= look up;
+    # a recipe merged into another when model keys came (migration 20261207_0012n) names it: its id still resolves
+    model_key: Mapped[str | None] = mapped_column(Text)
+    merged_into: Mapped[str | None] = mapped_column(String(40))
+
+    __table_args__ = (Index("ix_recipes_model_key", "model_key"),)
 
 
 class Entry(Base):

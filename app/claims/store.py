@@ -204,7 +204,7 @@ def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> 
     now = utcnow()
     rows = [
         {"recipe_id": rid, "key": key, "model": cols["model"], "hardware": cols["hardware"],
-         "gpu_count": cols["gpu_count"], "engine": cols["engine"], "created_at": now}
+         "gpu_count": cols["gpu_count"], "engine": cols["engine"], "created_at": now, "model_key": key.get("model")}
         for rid, (key, cols) in recipes.items() if rid not in existing
     ]
     if rows:

@@ -259,6 +259,9 @@ def _version_json(settings: Settings, v: EntryVersion, vcid: str, cap, url: str,
 
 def get_recipe(session: Session, settings: Settings, recipe_id: str) -> dict:
     recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
+    if recipe is not None and recipe.merged_into:   # merged when model keys came: the id still resolves
+        recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe.merged_into)) or recipe
+        recipe_id = recipe.recipe_id
     if recipe is None:
         raise NotFound(f"No recipe {recipe_id!r}. Recipe ids look like r-0123456789ab; see an entry's recipe_id.")
     rows = session.execute(
