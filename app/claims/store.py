@@ -243,6 +243,12 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     if applied:
         summary.warnings += [f"page: {w}" for w in applied.problems]
     if not result.entries and not proposals:
+        # nothing read and nothing proposed: the rules' entries stay; proposals not made again go
+        stale = [k for key, k in state.known.items() if key.startswith("p") and not k.gone]
+        for part in chunked([k.entry_id for k in stale], CHUNK):
+            session.execute(update(Entry).where(Entry.id.in_(part)).values(gone=True, updated_at=utcnow()))
+        for k in stale:
+            k.gone = True
         return summary
 
     order = (snapshot.timestamp, snapshot.id)

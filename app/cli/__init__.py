@@ -10,6 +10,7 @@ from app.cli import capture  # noqa: F401
 from app.cli import replay  # noqa: F401
 from app.cli import claims  # noqa: F401
 from app.cli import corrections  # noqa: F401
+from app.cli import reader  # noqa: F401
 from app.cli import accounts  # noqa: F401
 from app.cli import audit  # noqa: F401
 from app.cli import demo  # noqa: F401
