@@ -76,18 +76,21 @@ def dense_row(c: Candidate, page: dict) -> list[float]:
     ]
 
 
+@lru_cache(maxsize=65536)
+def _side(slot: str, s: str, last: bool) -> frozenset:
+    """The hashed columns of a line's words left (``last``: its last 8 and the very last) or right (its first 6
+    and the very first) of a number; many numbers share them (a table cell, a repeated log line)."""
+    toks = _tokens(s)
+    if not toks:
+        return frozenset()
+    if last:
+        return frozenset([_h("L", t) for t in toks[-8:]] + [_h("L1", toks[-1])])
+    return frozenset([_h("R", t) for t in toks[:6]] + [_h("R1", toks[0])])
+
+
 def hashed(c: Candidate) -> list[int]:
-    idx = set()
-    left = _tokens(c.line_left[-80:])
-    right = _tokens(c.line_right[:60])
-    for t in left[-8:]:
-        idx.add(_h("L", t))
-    if left:
-        idx.add(_h("L1", left[-1]))
-    for t in right[:6]:
-        idx.add(_h("R", t))
-    if right:
-        idx.add(_h("R1", right[0]))
+    idx = set(_side("L", c.line_left[-80:], True))
+    idx.update(_side("R", c.line_right[:60], False))
     for slot, s in (("H", c.header), ("W", c.row), ("C", c.caption), ("S", c.section), ("K", c.keypath)):
         if s:
             idx.update(_slot(slot, s))
