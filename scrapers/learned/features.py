@@ -55,21 +55,39 @@ def _slot(slot: str, s: str) -> frozenset:
     return frozenset(_h(slot, t) for t in _tokens(s)[:24])
 
 
+_WORDY = re.compile(r"[^\W\d_]|[%$]")    # a letter (any script), % or $: what every unit and phase word needs
+
+
+@lru_cache(maxsize=16384)
+def _line_facts(line: str) -> tuple[float, float]:
+    """(says tok/s, how many numbers): the same for every number of a line, so computed once per line."""
+    return float(says_tps(line)), float(len(_NUMS.findall(line)))
+
+
+def _not_tps(s: str) -> float:
+    return float(not_tps(s)) if s and _WORDY.search(s) else 0.0
+
+
+def _phase(s: str) -> float:
+    return float(PHASES.get(phase_of(s), 0)) if s and _WORDY.search(s) else 0.0
+
+
 def dense_row(c: Candidate, page: dict) -> list[float]:
     v = c.value
     line = c.line_left + c.exact + c.line_right
+    line_tps, line_numbers = _line_facts(line)
     scope = c.caption + " " + c.section
     dec = len(c.exact.split(".", 1)[1]) if "." in c.exact else 0
     row = " ".join(c.row_cells) if c.row_cells else ""
     return [
         math.log10(abs(v) + 1.0), float(dec == 0), float(dec), float(KINDS.get(c.kind, 2)), float(c.col),
-        float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), float(says_tps(line)),
+        float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), line_tps,
         float(says_tps(c.header) if c.header else 0), float(says_tps(scope) if scope.strip() else 0),
-        float(not_tps(c.header) if c.header else 0), float(not_tps(c.line_right[:30]) if c.line_right else 0),
+        float(not_tps(c.header) if c.header else 0), _not_tps(c.line_right[:30]),
         float(c.rules_read), float(c.rules_span), float(PHASES.get(phase_of(c.header) if c.header else None, 0)),
-        float(PHASES.get(phase_of(c.line_left[-60:]) if c.line_left else None, 0)),
+        _phase(c.line_left[-60:]),
         float(bool(_UNIT_START.match(c.line_right))), float(bool(_OTHER_UNIT.match(c.line_right))),
-        float(dec == 0 and 1900 <= v <= 2100), float(len(_NUMS.findall(line))), page["position"](c),
+        float(dec == 0 and 1900 <= v <= 2100), line_numbers, page["position"](c),
         math.log1p(page["n_rules"]), float(page["rules_row"](c)), float(page["rules_block"](c)),
         float(says_tps(row) if row else 0), float(PHASES.get(phase_of(row[:200]) if row else None, 0)),
         float(1.0 <= v <= 20000.0), float(page["tps_words"]),
