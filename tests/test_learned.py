@@ -189,3 +189,11 @@ def test_a_board_is_read_only_at_its_head():
     assert head.cands and max(c.start for c in head.cands) < learned.BOARD_HEAD
     assert max(c.start for c in whole.cands) > learned.BOARD_HEAD     # the page is longer than its head
     assert head.X.shape[0] == sum(not c.rules_read for c in head.cands) < len(head.cands)
+
+
+def test_the_tps_word_count_is_the_regex_count():
+    from scrapers.meaning import TPS_UNIT
+    text = "12 tok/s, 13 t/s, tps 14, 15 tokens per second; stop/s, ttok/s, 'atps', token/sec " * 9
+    want = min(50, sum(1 for _ in zip(range(51), TPS_UNIT.finditer(text))))
+    assert learned.tps_word_count(text) == want and 0 < want
+    assert learned.tps_word_count(text * 10) == 50 and learned.tps_word_count("no units here") == 0

@@ -21,6 +21,7 @@ import bisect
 import hashlib
 import json
 import os
+import re
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -153,6 +154,26 @@ class Page:
     scored: list[int] | None = None    # the candidates X has rows for, in order (None: every candidate)
 
 
+# every way TPS_UNIT can start ("tok", "token", "t/s", "t/sec", "tps"): a plain scan finds the places to try it
+_TPS_START = re.compile(r"t(?:ok|/s|ps)", re.I)
+
+
+def tps_word_count(text: str, cap: int = 50) -> int:
+    """How many tok/s words the text holds, up to ``cap``: ``TPS_UNIT.finditer`` counted, tried only where one
+    can start (the regex alone tries every alternative at every character)."""
+    n, at = 0, 0
+    for m in _TPS_START.finditer(text):
+        if m.start() < at:
+            continue
+        hit = TPS_UNIT.match(text, m.start())
+        if hit:
+            n += 1
+            if n >= cap:
+                break
+            at = hit.end()
+    return n
+
+
 def prepare(body: bytes | str, *, kind: str, content_type: str | None = None, url: str | None = None,
             entries: list | None = None, only_unread: bool = False, segmented: tuple | None = None) -> Page:
     """The page's candidates and features. ``only_unread`` (inference): features only for the candidates
@@ -180,7 +201,7 @@ def prepare(body: bytes | str, *, kind: str, content_type: str | None = None, ur
     rows = {(cands[i].block_start, cands[i].row_index) for i in span_entry if cands[i].kind == "table"}
     blocks = {cands[i].block_start for i in span_entry}
     n = max(1, len(view.text))
-    tps_words = min(50, sum(1 for _ in zip(range(51), TPS_UNIT.finditer(view.text[:400_000]))))
+    tps_words = tps_word_count(view.text[:400_000])
     page = {"position": lambda c: c.vstart / n, "n_rules": len(figs),
             "rules_row": lambda c: (c.block_start, c.row_index) in rows,
             "rules_block": lambda c: c.block_start in blocks, "tps_words": tps_words}
