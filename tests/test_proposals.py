@@ -202,3 +202,47 @@ def test_no_proposals_when_the_setting_is_off(cli, server, settings):
         "--kind", "markdown")
     rep = json.loads(cli("crawl", "--json", settings_override=off).stdout)["reports"][0]
     assert rep["proposed"] == 0
+
+
+def _proposal(tps: float, quote: str, start: int, version: str = "v1.000000000000") -> "ParsedEntry":
+    from scrapers.fields import ParsedEntry
+
+    return ParsedEntry(fields={"headline_tps": tps, "model": "GLM-5.3-Flash", "test": "tg128", "phase": "decode"},
+                       quotes={"headline_tps": quote}, context="[tg128] | <ROCm> | " + quote,
+                       selectors={"headline_tps": {"exact": quote, "prefix": "", "suffix": "", "start": start,
+                                                   "end": start + len(quote)}},
+                       chosen_by={"part": "learned", "model": learned.CHOSEN_BY, "model_version": version,
+                                  "confidence": 0.91})
+
+
+def test_stored_proposals_on_both_databases(backend_db):
+    """SQLite and PostgreSQL alike: proposals stored beside the rules' entries, outside every recipe and
+    audit; a proposal not made again goes; another model's proposal is another entry."""
+    from app.audit.engine import audit_all, audit_entries
+    from scrapers.fields import ParseResult
+    from tests.audit_data import glm_entries, make_snapshot, make_source
+    from app.claims.store import store_parse
+
+    with backend_db.session() as s:
+        src, snap = make_source(s), make_snapshot(s)
+        result = ParseResult(kind="markdown", entries=glm_entries(), proposals=[_proposal(41.63, "41.63", 10),
+                                                                               _proposal(38.92, "38.92", 30)])
+        summary = store_parse(s, src, snap, result)
+        assert summary.new == len(glm_entries()) and summary.proposed == 2 and summary.proposed_new == 2
+        assert len(summary.proposal_ids) == 2 and not set(summary.proposal_ids) & set(summary.entry_ids)
+        audit_entries(s, backend_db.settings, summary.entry_ids + summary.proposal_ids)
+        audit_all(s, backend_db.settings)
+        props = list(s.scalars(select(Entry).where(Entry.status == "proposed")))
+        assert len(props) == 2 and all(e.recipe_id is None and e.basis == "none" and e.working_tps is None
+                                       and e.confidence == 0.91 and e.flag_count == 0 for e in props)
+        assert all(e.entry_key.startswith("p") for e in props)
+        read = list(s.scalars(select(Entry).where(Entry.status == "read")))
+        assert len(read) == len(glm_entries()) and all(e.recipe_id for e in read)
+        # the same page again, one proposal made by another model version, the other not at all
+        again = ParseResult(kind="markdown", entries=glm_entries(),
+                            proposals=[_proposal(41.63, "41.63", 10, "v1.111111111111")])
+        second = store_parse(s, src, snap, again)
+        assert second.proposed == 1 and second.proposed_new == 1 and second.gone == 0
+        live = list(s.scalars(select(Entry).where(Entry.status == "proposed", Entry.gone.is_(False))))
+        assert [e.headline_tps for e in live] == [41.63] and live[0].id not in {e.id for e in props}
+        assert all(s.get(Entry, e.id).gone for e in props)
