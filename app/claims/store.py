@@ -34,8 +34,6 @@ DENORMALISED = {
     "draft_tokens": int, "acceptance_rate": float, "concurrency": int, "notes": str,
 }
 CHUNK = 500
-# what a proposal's row sets and a read entry's leaves to the audit (one INSERT takes rows of one shape)
-_READ_DEFAULTS = {"confidence": None, "working_tps": None, "basis": None, "basis_reason": None}
 _ENTRIES = Entry.__table__
 _VERSIONS = EntryVersion.__table__
 
@@ -333,10 +331,12 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
         if new_entries:
             ids: dict[str, int] = {}
             for part in chunked(new_entries, CHUNK):
-                rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
-                                       [row if row["status"] == "proposed" else {**_READ_DEFAULTS, **row}
-                                        for row, *_ in part])
-                ids.update(rows.all())
+                # one INSERT takes rows of one shape: the rules' rows, then the proposals (their own columns)
+                for shape in ("read", "proposed"):
+                    rows = [row for row, *_ in part if row["status"] == shape]
+                    if rows:
+                        ids.update(session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
+                                                   rows).all())
             for _row, version, key, flds, extra in new_entries:
                 version.update(entry_id=ids[key], version_no=1, changed_fields=None)
                 known = _Known(ids[key], False, [])
