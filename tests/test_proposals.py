@@ -12,11 +12,15 @@ from bs4 import BeautifulSoup
 from sqlalchemy import func, select
 
 from app.audit import queue
+from app.audit.engine import audit_all, audit_entries
+from app.claims.store import store_parse
 from app.crawl.workflow import reparse
 from app.errors import BadRequest
 from app.models import Entry, EntryVersion, Recipe, Snapshot
 from app.review import corrections as review
 from scrapers import learned
+from scrapers.fields import ParsedEntry, ParseResult
+from tests.audit_data import glm_entries, make_snapshot, make_source
 
 # a pasted llama-bench table with no unit and no tok/s word: the rules read none of it, the net proposes it
 MISSED = """# My results on the 7900 XTX
@@ -204,9 +208,7 @@ def test_no_proposals_when_the_setting_is_off(cli, server, settings):
     assert rep["proposed"] == 0
 
 
-def _proposal(tps: float, quote: str, start: int, version: str = "v1.000000000000") -> "ParsedEntry":
-    from scrapers.fields import ParsedEntry
-
+def _proposal(tps: float, quote: str, start: int, version: str = "v1.000000000000") -> ParsedEntry:
     return ParsedEntry(fields={"headline_tps": tps, "model": "GLM-5.3-Flash", "test": "tg128", "phase": "decode"},
                        quotes={"headline_tps": quote}, context="[tg128] | <ROCm> | " + quote,
                        selectors={"headline_tps": {"exact": quote, "prefix": "", "suffix": "", "start": start,
@@ -218,10 +220,6 @@ def _proposal(tps: float, quote: str, start: int, version: str = "v1.00000000000
 def test_stored_proposals_on_both_databases(backend_db):
     """SQLite and PostgreSQL alike: proposals stored beside the rules' entries, outside every recipe and
     audit; a proposal not made again goes; another model's proposal is another entry."""
-    from app.audit.engine import audit_all, audit_entries
-    from scrapers.fields import ParseResult
-    from tests.audit_data import glm_entries, make_snapshot, make_source
-    from app.claims.store import store_parse
 
     with backend_db.session() as s:
         src, snap = make_source(s), make_snapshot(s)
