@@ -69,6 +69,39 @@ def parse_allowed_hosts(text: str | None) -> frozenset[tuple[str, int]]:
     return frozenset(out)
 
 
+LOCAL_NAMES = ("localhost", "localhost.localdomain")
+
+
+def refusal(what: str, problem: str) -> str:
+    """The crawler's words for an internal address (``what``: "127.0.0.1 is", "h resolves to 10.0.0.5,")."""
+    return (f"refused: {what} a {problem} address. Caveat only fetches public addresses; "
+            "set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal ones, or list this "
+            "host:port in CAVEAT_ALLOW_PRIVATE_HOSTS")
+
+
+def written_address_problem(url: str, allow_private: bool = False,
+                            allow_hosts: frozenset[tuple[str, int]] = frozenset()) -> str | None:
+    """The crawler's refusal for a URL whose host is written as an internal address (``127.0.0.1``,
+    ``[::1]``, ``169.254.169.254``, ``10.0.0.5``) or a localhost name, found without a DNS lookup
+    (a name is checked again, resolved, at every connection); None when the crawler would try it.
+    Honours the same two settings as :class:`GuardedBackend`."""
+    parts = urlsplit(url)
+    host = (parts.hostname or "").strip("[]").lower()
+    try:
+        port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
+    except ValueError:
+        return None
+    if allow_private or not host or (host, port) in allow_hosts:
+        return None
+    if host in LOCAL_NAMES or host.endswith(".localhost"):
+        return refusal(f"{host} is", "loopback")
+    try:
+        problem = address_problem(host)
+    except ValueError:
+        return None  # a name: resolved and checked when fetched
+    return refusal(f"{host} is", problem) if problem else None
+
+
 class GuardedBackend(httpcore.SyncBackend):
     """Resolves the host itself, refuses internal addresses, then connects to a checked address.
     ``allow_hosts``: exact ``(host, port)`` pairs let through although internal; a pair matches the
@@ -102,9 +135,7 @@ class GuardedBackend(httpcore.SyncBackend):
         if not allowed:
             addr, problem = refused[0]
             what = f"{addr} is" if addr == host.strip("[]") else f"{host} resolves to {addr},"
-            raise FetchError(host, f"refused: {what} a {problem} address. Caveat only fetches public addresses; "
-                             "set CAVEAT_ALLOW_PRIVATE_ADDRESSES=1 to allow internal ones, or list this "
-                             "host:port in CAVEAT_ALLOW_PRIVATE_HOSTS", "address")
+            raise FetchError(host, refusal(what, problem), "address")
         last: Exception | None = None
         for addr, _ in allowed:
             try:

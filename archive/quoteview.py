@@ -200,6 +200,36 @@ class Document:
                 "header": _clean(header.text_content()) if header is not None else None,
                 "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
 
+    def column_header(self, text_pos: int, cache: dict) -> str | None:
+        """The header text of the table column holding the visible text at ``text_pos`` (None outside a
+        table cell or without a header row). ``cache`` keeps each table's header cells between calls,
+        so a whole page's figures cost one pass over each table's rows."""
+        i = self._piece_at(text_pos)
+        cell = _up(self.pieces[i][3] if i is not None else None, CELLS)
+        row = _up(cell, {"tr"})
+        table = _up(row, {"table"})
+        if cell is None or row is None or table is None:
+            return None
+        col = 0
+        for sib in row:
+            if sib is cell:
+                break
+            if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
+                col += _span(sib)
+        if id(table) not in cache:
+            header = None
+            for r in table.iter("tr"):
+                cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+                if cells and all(c.tag.lower() == "th" for c in cells) and _up(r, {"table"}) is table:
+                    header = cells
+                    break
+            cache[id(table)] = (table, header)   # the table is kept so its id is not reused
+        header = cache[id(table)][1]
+        if not header or row is _up(header[0], {"tr"}):
+            return None
+        found = _cell_at(header, col)
+        return _clean(found.text_content()) if found is not None else None
+
     def matched(self, occ: Occurrence) -> str:
         hay = self.text if occ.where == "text" else self.source
         return hay[occ.start:occ.end]
@@ -222,16 +252,27 @@ class Document:
         self.cut = False
         return self._render(marks, head)
 
-    def _render(self, marks: list[Occurrence], head: bool = False) -> str:
+    def render_figures(self, marks: list[Occurrence], statuses: list[str], starts: list[int]) -> str:
+        """Inert HTML of the whole document with each figure in ``<mark class="fig fig-<status>">``
+        carrying its position in the decoded source (``data-start``/``data-end``), for the archived page
+        view where a reviewer picks a figure. The marks must not overlap and be in text order."""
+        self.cut = False
+        openings = [f'<mark class="fig fig-{escape(st)}" id="fig-{n}" data-n="{n}" data-start="{s}" '
+                f'data-end="{s + (m.end - m.start) if m.source_end is None else m.source_end}"'
+                + (' tabindex="0">' if st == "unread" else '>')
+                for n, (m, st, s) in enumerate(zip(marks, statuses, starts), 1)]
+        return self._render(marks, openings=openings)
+
+    def _render(self, marks: list[Occurrence], head: bool = False, openings: list[str] | None = None) -> str:
         """Inert HTML of the document with each occurrence in ``<mark>`` (the first ``id="quote"``,
         the others ``id="quote-2"``...); the rows and cells holding one get class ``quote-row`` /
         ``quote-cell``."""
         if self.kind != "html" or any(m.where == "source" for m in marks):
-            return self._render_plain(marks, head)
+            return self._render_plain(marks, head, openings)
         last = max((m.end for m in marks), default=0) if head else None
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
         hot: set[int] = set()
-        for m in marks:
+        for m in (marks if openings is None else []):
             i = self._piece_at(m.start)
             el = self.pieces[i][3] if i is not None else None
             for tags in (CELLS, {"tr"}):
@@ -247,7 +288,7 @@ class Document:
             op = step[0]
             if op == "piece":
                 t0, n, _, _ = self.pieces[step[1]]
-                out.append(_marked(text, t0, t0 + n, spans, ends))
+                out.append(_marked(text, t0, t0 + n, spans, ends, openings))
                 past = past or (last is not None and t0 + n >= last)
             elif past and op == "close" and step[1] in BLOCKS:
                 out.append(f"</{step[1]}>")
@@ -272,7 +313,7 @@ class Document:
                 opened.pop() if opened else None
         return "".join(out)
 
-    def _render_plain(self, marks: list[Occurrence], head: bool = False) -> str:
+    def _render_plain(self, marks: list[Occurrence], head: bool = False, openings: list[str] | None = None) -> str:
         hay = self.source if (self.kind != "html" or any(m.where == "source" for m in marks)) else self.text
         spans = sorted((m.start, m.end, n) for n, m in enumerate(marks, 1))
         end = len(hay)
@@ -280,11 +321,13 @@ class Document:
             nl = hay.find("\n", spans[-1][1])
             end = len(hay) if nl < 0 else nl + 1
             self.cut = end < len(hay)
-        return f'<pre class="page-source">{_marked(hay, 0, end, spans)}</pre>'
+        return f'<pre class="page-source">{_marked(hay, 0, end, spans, openings=openings)}</pre>'
 
 
-def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None) -> str:
-    """``text[a:b]`` escaped, with the parts inside ``spans`` (start, end, n) in ``<mark>``."""
+def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None,
+            openings: list[str] | None = None) -> str:
+    """``text[a:b]`` escaped, with the parts inside ``spans`` (start, end, n) in ``<mark>`` (the opening
+    tag ``openings[n - 1]`` when given)."""
     out, cur = [], a
     ends = [e for _, e, _ in spans] if ends is None else ends
     for k in range(bisect_right(ends, a), len(spans)):   # spans do not overlap: their ends are sorted too
@@ -297,7 +340,8 @@ def _marked(text: str, a: int, b: int, spans, ends: list[int] | None = None) -> 
         out.append(escape(text[cur:s2], quote=False))
         ident = ("quote" if n == 1 else f"quote-{n}") if s2 == s else None
         id_attr = f' id="{ident}"' if ident else ""
-        out.append(f'<mark{id_attr} class="quote" data-n="{n}">{escape(text[s2:e2], quote=False)}</mark>')
+        opening = openings[n - 1] if openings is not None else f'<mark{id_attr} class="quote" data-n="{n}">'
+        out.append(f'{opening}{escape(text[s2:e2], quote=False)}</mark>')
         cur = e2
     out.append(escape(text[cur:b], quote=False))
     return "".join(out)

@@ -1,6 +1,7 @@
 """Parse-and-store speed: a 2,000-entry HTML leaderboard and a 2,000-entry JSON response, from the archive;
 then the real corpus (tests/data/real, committed labels only): the whole corpus, the seeds, and the real
-HTML pages beside pandas.read_html.
+HTML pages beside pandas.read_html; then `caveat reparse` of the 2,000-row page with 200 reviewer
+corrections against none (issue 27: the overhead of applying them, goal < 5 %).
 
 Both documents are served by a local HTTP server, captured into WARC with ``capture_urls``, read back
 with ``load_record``, then timed: ``scrapers.parse`` + the learned reader's proposals
@@ -82,6 +83,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3, help="best of N")
     ap.add_argument("--no-corpus", action="store_true", help="skip the real-corpus and seed timings")
     ap.add_argument("--no-learned", action="store_true", help="without the learned reader's proposals")
+    ap.add_argument("--corrections", type=int, default=200, help="reviewer corrections in the reparse case")
+    ap.add_argument("--only-corrections", action="store_true", help="run only the corrections case")
     args = ap.parse_args()
     learned_on = not args.no_learned
 
@@ -93,6 +96,9 @@ def main() -> int:
     from app.storage.snapshots import load_record
 
     data = rows(args.entries)
+    if args.only_corrections:
+        corrections_case(data, args.corrections, args.repeat)
+        return 0
     tmp = Path(tempfile.mkdtemp(prefix="caveat-bench-"))
     settings = Settings(data_dir=tmp, allow_private_addresses=True, learned_proposals=learned_on)
     for d in (settings.warc_dir, settings.index_dir):
@@ -164,7 +170,92 @@ def main() -> int:
           f"{peer:.3f} s for {peer_rows} rows ({peer_rows / peer:,.0f} rows/s)")
     if not args.no_corpus:
         corpus(args.repeat, settings)
+    corrections_case(data, args.corrections, args.repeat)
     return 0
+
+
+def corrections_case(data: list[dict], n_corr: int, repeat: int) -> None:
+    """`caveat reparse` (``reparse_one``: parse, apply corrections, store, audit) of the 2,000-row HTML page:
+    two sources archive the same page, one with no correction and one with ``n_corr`` fixes (every tenth
+    row's model, keyed to its figure's selector, written straight to the corrections table: the rows the
+    review workflow writes, without their WARC records, which a reparse never reads); their reparses
+    alternate, so both see the same machine. Also the apply step alone (``corrections.apply``)."""
+    import scrapers
+    from sqlalchemy import select
+
+    from app.capture.http import capture_urls
+    from app.claims import corrections
+    from app.crawl.workflow import reparse_one
+    from app.models import Correction, Entry, EntryVersion, utcnow
+    from app.storage.snapshots import load_record
+
+    tmp = Path(tempfile.mkdtemp(prefix="caveat-bench-corr-"))
+    settings = Settings(data_dir=tmp, allow_private_addresses=True)
+    for d in (settings.warc_dir, settings.index_dir):
+        d.mkdir(parents=True, exist_ok=True)
+    db = Database(settings)
+    db.upgrade()
+    srv = LocalServer()
+    srv.start()
+    page = html_page(data)
+    try:
+        ids, snaps, urls = {}, {}, {}
+        for name in ("plain", "corrected"):
+            urls[name] = srv.route(f"/{name}.html", page)
+            with db.session() as s:
+                src = Source(name=name, url=urls[name], kind="html")
+                s.add(src)
+                s.flush()
+                ids[name] = src.id
+            snaps[name] = capture_urls(db, [urls[name]], source_id=ids[name])[0].snapshot
+
+        def reparse(name: str) -> float:
+            with db.Session() as s:
+                source = s.get(Source, ids[name])
+                s.expunge(source)
+            t0 = time.perf_counter()
+            report = reparse_one(db, settings, source)
+            took = time.perf_counter() - t0
+            assert not [w for w in report.summary.warnings if "correction" in w], report.summary.warnings
+            return took
+
+        reparse("plain")
+        reparse("corrected")                                      # the entries, first stored
+        snap = snaps["corrected"]
+        with db.session() as s:
+            rows = s.execute(select(EntryVersion.provenance).join(Entry, Entry.current_version_id == EntryVersion.id)
+                             .where(Entry.source_id == ids["corrected"]).order_by(Entry.id)).all()
+            for i, (prov,) in enumerate(rows[::10][:n_corr]):
+                s.add(Correction(kind="fix", source_id=ids["corrected"], citation_id=snap.citation_id,
+                                 record_id=snap.record_id, selector=prov["_selectors"]["headline_tps"],
+                                 fields={"model": f"Corrected-Model-{i}"}, reason="bench", actor="bench",
+                                 created_at=utcnow()))
+        reparse("corrected")                                      # the corrections' versions, first stored
+        with db.Session() as s:
+            assert s.scalar(select(Entry.id).where(Entry.model == "Corrected-Model-0")) is not None
+        times: dict[str, list[float]] = {"plain": [], "corrected": []}
+        for _ in range(repeat):
+            for name in ("plain", "corrected"):
+                times[name].append(reparse(name))
+        none, with_corr = min(times["plain"]), min(times["corrected"])
+        stored = load_record(settings, snap)
+        parsed = scrapers.parse(stored.body, kind="html", content_type=stored.mime, url=urls["corrected"])
+        apply_best = 1e9
+        with db.Session() as s:
+            snapshot = s.get(Snapshot, snap.id)
+            for _ in range(repeat):
+                t0 = time.perf_counter()
+                applied = corrections.apply(s, snapshot, parsed)
+                apply_best = min(apply_best, time.perf_counter() - t0)
+            assert len(applied.reviewed) == min(n_corr, len(rows[::10])) and not applied.problems
+    finally:
+        srv.stop()
+        db.dispose()
+    med_none, med_corr = sorted(times["plain"])[len(times["plain"]) // 2], sorted(times["corrected"])[repeat // 2]
+    print(f"reparse of the {len(data):,}-row page, best of {repeat} (median): no corrections {none:.3f} s "
+          f"({med_none:.3f}); {n_corr} corrections {with_corr:.3f} s ({med_corr:.3f}); overhead "
+          f"{(with_corr / none - 1) * 100:+.1f} % ({(med_corr / med_none - 1) * 100:+.1f} %) (goal < 5 %); "
+          f"the apply step alone {apply_best * 1000:.1f} ms ({apply_best / none * 100:.1f} % of the reparse)")
 
 
 def _labelled_pages() -> list[tuple[Path, dict]]:

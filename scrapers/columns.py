@@ -32,6 +32,7 @@ _TPS = re.compile(
     r"^(?:pp|tg)\s*/\s*s(?:ec)?$",     # "PP/s", "TG/s": prompt processing and token generation per second
     re.I)
 _TEST = re.compile(r"\b((?:pp|tg)\d+(?:\s*\+\s*tg\d+)?)\b", re.I)
+_BARE_TEST = re.compile(r"((?:pp|tg)\d{2,6}(?:\s*\+\s*tg\d{2,6})?)(?:\s*\((?:avg|mean)\))?", re.I)
 _PEAK = re.compile(r"\b(fastest|peak|max(?:imum)?|best|top)\b", re.I)
 _PREFILL = re.compile(r"\b(prefill|prompt|pp\d*|pp|input|prompt processing|pre-?fill|ingest)\b", re.I)
 _DECODE = re.compile(r"\b(decode|decoding|gen(?:eration)?|output|tg\d*|out|completion)\b", re.I)
@@ -104,6 +105,10 @@ def classify(header: str) -> Column:
     for pat, f in _RULES[:2]:           # rank and steady come before tok/s
         if pat.search(h):
             return Column(header, role="steady") if f == "_steady" else Column(header, role="extra")
+    bare = _BARE_TEST.fullmatch(h)
+    if bare:     # "pp512 | tg128" with no unit: llama-bench's test names, whose figures are tokens per second
+        test = bare.group(1).replace(" ", "").lower()
+        return Column(header, role="tps", phase="prefill" if test.startswith("pp") else "decode", test=test)
     if _TPS.search(h) and not re.search(r"accept|ttft|latency|itl|tpot|\bms\b|watt|power|theoretical|\btargets?\b|"
                                         r"\bexpected\b|\bestimated?\b|\bprojected\b|\bper\s+active\b|\bper\s+(?:b|billion|param)", h):
         t = _TEST.search(h)

@@ -54,6 +54,7 @@ FIELDS: dict[str, type | tuple] = {
     "prompt_tokens": int,
     "prompt": str,              # the prompt as described ("Count from 1 to 50")
     "lead": str,                # the words that introduce a pasted tool output (its caption, command and prompt lines)
+    "around": str,              # the sentences and paragraphs next to the figure that state no figure of their own
     "output_sample": str,
     # conditions and people
     "clocks": str,              # locked/raised clocks as stated

@@ -51,7 +51,7 @@ _PAR = {
     "tp": _c(r"(?:--tensor[-_]parallel[-_]size|--tp[-_]size|--tp|-tp|\btensor[\s-]parallel(?:ism)?(?:\s+size)?|"
              r"\bTP)\s*[=:]?\s*(?P<v>\d+)\b"),
     "pp": _c(r"(?:--pipeline[-_]parallel[-_]size|--pp[-_]size|--pp|-pp|\bpipeline[\s-]parallel(?:ism)?(?:\s+size)?|"
-             r"\bPP)\s*[=:]?\s*(?P<v>\d+)\b(?![\s-]*t/s)"),
+             r"\bPP(?=\s*[=:]|\s))\s*[=:]?\s*(?P<v>\d+)\b(?![\s-]*t/s)"),   # never llama-bench's test "pp512"
     "ep": _c(r"(?:--expert[-_]parallel[-_]size|--ep[-_]size|--ep|\bexpert[\s-]parallel(?:ism)?(?:\s+size)?|\bEP)"
              r"\s*[=:]?\s*(?P<v>\d+)\b"),
     "dcp": _c(r"(?:--decode[-_]context[-_]parallel[-_]size|--dcp[-_]size|--dcp|-dcp|\bDCP)\s*[=:]?\s*(?P<v>\d+)\b"),

@@ -10,6 +10,7 @@ lost ("12 figures in 2 tables not read: ...").
 
 from __future__ import annotations
 
+import bisect
 import re
 import time
 
@@ -91,6 +92,8 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                 drafts += [(d, blk) for d in found]
                 for r in _unclaimed(sub, claimed):
                     kv, kv_claimed = read_kv_lines(r)
+                    if kv:      # "eval rate: 71.03 tokens/s" under "(the fastest of several tries):"
+                        _lead(kv, _text_lead(sub, kv_claimed, blk))
                     for d in kv:
                         d.block = sub
                     drafts += [(d, blk) for d in kv]
@@ -101,6 +104,7 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
                         d.block = sub
                         drafts.append((d, blk))
     _count_runs(drafts, text)
+    _around(drafts, blocks, text)
     entries: list[ParsedEntry] = []
     origins: dict[int, int] = {}
     prose_ids: set[int] = set()
@@ -145,6 +149,93 @@ def _lead(drafts: list, lead: str) -> None:
             d.builder.put("lead", lead[-LEAD_MAX:], None)
 
 
+AROUND_MAX = 600       # characters of one neighbouring paragraph read for conditions
+NEIGHBOUR_FIGURES = 3  # neighbouring paragraphs are read only on a page of this many figures or fewer
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n")
+
+
+def _around(drafts: list, blocks: list[Block], text: str) -> None:
+    """Give each figure the words next to it that state no figure of their own, read by the audit for
+    conditions only (``around``): in its paragraph, the sentence right before and right after the figure's
+    sentence, when they hold no figure and are short ("... gives 38.9 tok/s. I cherry-picked the nicest
+    run."); and, on a page of at most ``NEIGHBOUR_FIGURES`` figures, the paragraph right before and right
+    after its block when they hold no figure ("(the fastest of several tries):" above a pasted output, "The
+    same request twice; this is the second." below). A condition stated there is the run's; what Caveat
+    does not understand there is not held against the figure."""
+    if not drafts:
+        return
+    figs = sorted(d.spans[0][0] for d, _o in drafts if d.spans)
+    tops = [b for b in blocks if not b.in_code]
+    starts = [b.start for b in tops]
+
+    def has_fig(a: int, b: int) -> bool:
+        i = bisect.bisect_left(figs, a)
+        return i < len(figs) and figs[i] < b
+
+    def neighbour(i: int) -> str:
+        if 0 <= i < len(tops) and tops[i].kind in ("text", "heading") and tops[i].end - tops[i].start <= AROUND_MAX \
+                and not has_fig(tops[i].start, tops[i].end):
+            return tops[i].text.strip()
+        return ""
+
+    cache: dict[tuple, str] = {}
+    for d, outer in drafts:
+        if not d.spans:
+            continue
+        blk = outer if outer is not None else d.block
+        if blk is None:
+            continue
+        parts: list[str] = []
+        own = d.block if d.block is not None and d.block.kind == "text" and not d.block.in_code else None
+        if own is not None and d.source == "prose" and len(d.spans) > 1:
+            sa, sb = d.spans[1]
+            i, k = bisect.bisect_left(figs, own.start), bisect.bisect_left(figs, sa)
+            n = bisect.bisect_left(figs, sb)
+            lo = _sentence_after(text, figs[k - 1], sa) if k > i else own.start
+            hi = _sentence_before(text, figs[n], sb) if n < len(figs) and figs[n] < own.end else own.end
+            # the sentence right before and right after, when they hold no figure and are short: further
+            # on, a post's sentences comment on other things ("the best CPU option", "copy-paste this")
+            parts += [x for x in (_last_sentence(text[lo:sa]), _first_sentence(text[sb:hi])) if len(x) <= SENTENCE_MAX]
+        key = (blk.start, blk.end)
+        if len(figs) > NEIGHBOUR_FIGURES:
+            cache[key] = ""      # a page of many figures: its paragraphs are about other figures too
+        if key not in cache:
+            j = bisect.bisect_left(starts, blk.start)
+            cache[key] = "\n".join(x for x in (neighbour(j - 1), neighbour(j + 1 if j < len(starts) and starts[j] == blk.start else j)) if x)
+        parts.append(cache[key])
+        words = "\n".join(p for p in parts if p)
+        if words:
+            d.builder.put("around", words[:2 * AROUND_MAX], None)
+
+
+SENTENCE_MAX = 250
+
+
+def _first_sentence(words: str) -> str:
+    m = _SENTENCE_END.search(words.strip())
+    return (words.strip()[:m.start()] if m else words.strip()).strip()
+
+
+def _last_sentence(words: str) -> str:
+    w = words.strip()
+    ends = list(_SENTENCE_END.finditer(w))
+    return (w[ends[-1].end():] if ends else w).strip()
+
+
+def _sentence_after(text: str, at: int, limit: int) -> int:
+    """Where the sentence after the one holding offset ``at`` starts (at most ``limit``)."""
+    m = _SENTENCE_END.search(text, at, limit)
+    return m.end() if m else limit
+
+
+def _sentence_before(text: str, at: int, limit: int) -> int:
+    """Where the sentence holding offset ``at`` starts (at least ``limit``)."""
+    last = limit
+    for m in _SENTENCE_END.finditer(text, limit, at):
+        last = m.end()
+    return last
+
+
 def _code_lead(blk: Block) -> str:
     """A code block's caption and the command or prompt lines inside it ("$ ollama run ... 'Recite ...'")."""
     lines = [m.group(0).strip() for m in _PROMPT_LINE.finditer(blk.text[:20_000])][:4]
@@ -157,10 +248,12 @@ def _text_lead(sub: Block, claimed: list[tuple[int, int]], outer: Block) -> str:
         return ""
     first = min(a for a, _b in claimed)
     before = sub.text[: max(0, first - sub.start)] if first >= sub.start else ""
-    lines = before.splitlines()
-    while lines and (not lines[-1].strip() or _TOOL_LINE.match(lines[-1])):
-        lines.pop()          # the tool's own lines above the one it claimed, and blank lines
-    para = re.split(r"\n\s*\n", "\n".join(lines).strip())[-1] if lines else ""
+    # the last paragraph that is not all the tool's own lines ("total duration: 9.14s"), blank lines apart
+    paras = [p for p in re.split(r"\n\s*\n", before.strip()) if p.strip()]
+    para = next((p for p in reversed(paras)
+                 if not all(_TOOL_LINE.match(x) and len(x.strip()) <= 60 for x in p.splitlines() if x.strip())), "")
+    if para and len(paras) > 1 and para is not paras[-1] and len(para) > LEAD_MAX:
+        para = ""            # a long paragraph far above: not this output's introduction
     if not para.strip() and outer is not sub:
         para = outer.caption or ""
     return para

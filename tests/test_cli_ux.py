@@ -143,7 +143,8 @@ NO_JSON = {"db copy", "demo", "hook remove", "reinstate", "restrict", "serve", "
 
 
 def _walk(group, path=()):
-    for name, cmd in sorted(group.commands.items()):
+    commands = group.load_all() if hasattr(group, "load_all") else group.commands  # the top group is lazy
+    for name, cmd in sorted(commands.items()):
         if isinstance(cmd, click.Group):
             yield from _walk(cmd, path + (name,))
         else:

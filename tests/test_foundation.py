@@ -68,7 +68,8 @@ def test_init_creates_folder_and_migrates(tmp_path, cli):
 def _all_commands(group, prefix=()):
     import click
 
-    for name, cmd in group.commands.items():
+    commands = group.load_all() if hasattr(group, "load_all") else group.commands  # the top group is lazy
+    for name, cmd in commands.items():
         yield prefix + (name,), cmd
         if isinstance(cmd, click.Group):
             yield from _all_commands(cmd, prefix + (name,))

@@ -182,3 +182,46 @@ def test_the_paraphrase_corpus_is_scored(tmp_path):
     assert scores["dev"]["inflating_caught"] >= 0.78 and scores["dev"]["benign_quotable"] >= 0.84
     assert scores["holdout"]["inflating_caught"] >= 0.60 and scores["holdout"]["benign_quotable"] >= 0.65
     assert json.dumps(scores["dev"]["per_category"])  # the table is printed, not only asserted
+
+
+def _rules_for(page: str, kind: str, figure: float) -> tuple[dict, set[str]]:
+    import scrapers
+    result = scrapers.parse(page, kind=kind)
+    e = next(x for x in result.entries if x.fields.get("headline_tps") == figure)
+    return e.fields, {f.rule for f in run_rules(e.fields, e.quotes)}
+
+
+def test_the_sentence_after_a_prose_figure_is_read_for_conditions():
+    fields, rules = _rules_for("Llama-3.3-70B AWQ on 2x RTX 3090 with vLLM 0.10.2 gives 38.9 tok/s. "
+                               "I cherry-picked the nicest-looking run for the screenshot.\n", "text", 38.9)
+    assert "cherry-picked" in fields["around"] and "best_of" in rules
+    # a sentence that is about another figure is not this one's: no bleeding across figures
+    fields, rules = _rules_for("Qwen3-8B on an RTX 4090 with llama.cpp b6500 gives 120.5 tok/s. "
+                               "With the n-gram proposer on a repeated prompt it reached 240.1 tok/s.\n", "text", 120.5)
+    assert "repeated prompt" not in (fields.get("around") or "") and "repetitive_prompt" not in rules
+
+
+def test_a_short_post_reads_the_paragraph_above_its_tool_output():
+    page = ("gemma3:12b on an RTX 4070 Super, ollama 0.12.3 (this is the fastest of several tries):\n\n"
+            "total duration:       9.14s\nprompt eval count:    24 token(s)\neval count:           640 token(s)\n"
+            "eval duration:        9.01s\neval rate:            71.03 tokens/s\n")
+    fields, rules = _rules_for(page, "text", 71.03)
+    assert "fastest of several tries" in (fields.get("lead") or "") + (fields.get("around") or "")
+    assert "best_of" in rules
+
+
+def test_neighbouring_paragraphs_are_not_read_on_a_page_of_many_figures():
+    rows = "\n\n".join(f"Model-{i}B on an RTX 4090: {50 + i}.5 tok/s." for i in range(1, 6))
+    page = rows + "\n\nThe fastest of three tries is shown for the last one.\n"
+    fields, rules = _rules_for(page, "text", 51.5)
+    assert "fastest" not in (fields.get("around") or "") and "best_of" not in rules
+
+
+def test_a_spread_of_runs_and_a_switched_off_setting_are_benign():
+    reading = read_entry({"headline_tps": 43.8, "notes": "four runs, lowest 43.3 and highest 44.1"})
+    assert all(c.reading == "benign" for c in reading)
+    top = read_entry({"headline_tps": 44.1, "notes": "four runs, lowest 43.3 and highest 44.1"})
+    assert any(c.rule == "best_of" for c in top)       # the figure is the spread's top: a best-of
+    off = read_entry({"headline_tps": 87.5, "notes": "the lossy alternative trades correctness for speed and is "
+                                                     "deliberately disabled"})
+    assert not any(c.rule == "lossy_setting" for c in off)

@@ -60,3 +60,16 @@ def test_a_stale_recipe_is_not_described_by_its_normalised_key(db):
     assert (answer["scope"], answer["phase"], answer["concurrency"]) == ("per_user", "decode", 4)
     assert (answer["model"], answer["engine"], answer["basis"]) == ("Qwen3-32B", "ExLlamaV3", "none")
     assert "40bpw" not in str({k: v for k, v in answer.items() if k != "key"})
+
+
+def test_a_table_of_bare_llama_bench_test_columns_is_read():
+    """A community board whose columns are llama-bench's test names and no unit (`pp512 | tg128`): its
+    figures are tokens per second, prefill and decode; `pp512` is never a pipeline-parallel size."""
+    import scrapers
+    page = ("| Model | GPU | pp512 | tg128 |\n| --- | --- | --- | --- |\n"
+            "| Llama-3.1-8B Q4_K_M | RTX 4090 | 12034.5 | 152.3 |\n| Qwen3-32B Q4_K_M | RTX 3090 | 2301.2 | 33.1 |\n")
+    got = {(e.fields["model"], e.fields["test"]): e.fields for e in scrapers.parse(page, kind="markdown").entries}
+    assert got[("Llama-3.1-8B Q4_K_M", "tg128")]["headline_tps"] == 152.3
+    assert got[("Llama-3.1-8B Q4_K_M", "tg128")]["phase"] == "decode"
+    assert got[("Qwen3-32B Q4_K_M", "pp512")]["phase"] == "prefill"
+    assert all("pp" not in f for f in got.values())

@@ -18,7 +18,7 @@ from bs4 import BeautifulSoup
 import scrapers
 
 CORPUS = Path(__file__).parent / "data" / "corpus"
-UNSCORED = {"lead", "label", "headline_label",
+UNSCORED = {"lead", "around", "label", "headline_label",
             "page_pin", "rig_clocks", "rig_power", "caption"}   # page context carried for the rules, not claims
 PAGES = sorted(p for p in CORPUS.rglob("*") if p.is_file() and not p.name.endswith(".expected.json"))
 

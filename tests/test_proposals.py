@@ -6,6 +6,7 @@ a "Quote this"; listed with /api/entries?status=proposed, in the review queue, i
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from bs4 import BeautifulSoup
@@ -22,18 +23,11 @@ from scrapers import learned
 from scrapers.fields import ParsedEntry, ParseResult
 from tests.audit_data import glm_entries, make_snapshot, make_source
 
-# a pasted llama-bench table with no unit and no tok/s word: the rules read none of it, the net proposes it
-MISSED = """# My results on the 7900 XTX
-
-Ran everything with the same prompt, llama.cpp b4500, ROCm.
-
-## Qwen2.5-14B-Instruct Q4_K_M
-
-| backend | pp512 | tg128 |
-| --- | --- | --- |
-| ROCm | 1834.27 | 41.63 |
-| Vulkan | 1406.85 | 38.92 |
-"""
+# a real page (held-out set 12, labelled before any parser ran on it): pandas' printout of a benchmark's
+# averages, no unit beside the figures; the rules read none of it, the learned reader proposes the tok/s ones
+MISSED = (Path(__file__).parent / "data" / "real-heldout12" / "pages" /
+          "results-tech-grandpa-llmperf-homelab-single-statistics.md").read_text()
+FIGURES = {41.993347, 46.405024, 29.184001}
 # the same model read by the rules elsewhere, at a figure above the proposals' decode figures
 READ = """# Qwen2.5-14B-Instruct on the 7900 XTX
 
@@ -60,10 +54,10 @@ def test_proposals_are_stored_with_confidence_selectors_evidence_and_model(cli, 
     r = _crawl(cli, server)
     assert any(x.startswith("source ") and "proposed" in x for x in r.output.splitlines()), r.output
     missed_line = next(x for x in r.output.splitlines() if x.startswith("missed "))
-    assert missed_line.split()[1] == "empty" and int(missed_line.split()[7]) == 4, r.output
-    assert "learned reader proposes 4 figure(s)" in r.output and "figure(s) proposed by the learned reader" in r.output
+    assert missed_line.split()[1] == "empty" and int(missed_line.split()[7]) == 3, r.output
+    assert "learned reader proposes 3 figure(s)" in r.output and "figure(s) proposed by the learned reader" in r.output
     props = _proposals(db)
-    assert set(props) == {1834.27, 41.63, 1406.85, 38.92}
+    assert set(props) == FIGURES
     net = learned.load()
     with db.Session() as s:
         for e in props.values():
@@ -75,25 +69,24 @@ def test_proposals_are_stored_with_confidence_selectors_evidence_and_model(cli, 
             assert by["model_version"] == net.model_version and by["confidence"] == e.confidence
             sel = v.provenance["_selectors"]["headline_tps"]
             assert MISSED[sel["start"]:sel["end"]] == sel["exact"] == v.provenance["headline_tps"]
-            assert "[tg128]" in v.provenance["_context"] or "[pp512]" in v.provenance["_context"]
-        assert s.get(Entry, props[41.63].id).model == "Qwen2.5-14B-Instruct"
-        assert s.get(EntryVersion, props[41.63].current_version_id).fields["test"] == "tg128"
+            assert v.provenance["_context"].startswith("RTX ") and sel["exact"] in v.provenance["_context"]
+            assert v.fields["phase"] == "decode" and by["phase"] == "decode"
     # the API: not among the read entries by default; listed with status=proposed, most confident first
     default = client.get("/api/entries").json()
     assert {e["headline_tps"] for e in default["entries"]} == {45.2}
     assert all(e["status"] == "read" and e["chosen_by"] == {"part": "rules"} for e in default["entries"])
     listed = client.get("/api/entries", params={"status": "proposed"}).json()
-    assert {e["headline_tps"] for e in listed["entries"]} == set(props) and listed["total"] == 4
+    assert {e["headline_tps"] for e in listed["entries"]} == set(props) and listed["total"] == 3
     confs = [e["confidence"] for e in listed["entries"]]
     assert confs == sorted(confs, reverse=True)
     one = listed["entries"][0]
     assert one["status"] == "proposed" and one["chosen_by"]["model_version"] == net.model_version
     assert one["evidence"] and "pos=" in one["citation"] and one["basis"] == "none"
-    assert client.get("/api/entries", params={"status": "any"}).json()["total"] == 5
+    assert client.get("/api/entries", params={"status": "any"}).json()["total"] == 4
     bad = client.get("/api/entries", params={"status": "maybe"})
     assert bad.status_code == 400 and "read, proposed or any" in bad.json()["error"]
-    detail = client.get(f"/api/entries/{props[41.63].id}").json()
-    assert detail["status"] == "proposed" and detail["provenance"]["headline_tps"]["selector"]["exact"] == "41.63"
+    detail = client.get(f"/api/entries/{props[41.993347].id}").json()
+    assert detail["status"] == "proposed" and detail["provenance"]["headline_tps"]["selector"]["exact"] == "41.993347"
 
 
 def test_proposals_never_feed_a_quotable_answer_or_a_working_number(cli, server, db, client):
@@ -103,15 +96,16 @@ def test_proposals_never_feed_a_quotable_answer_or_a_working_number(cli, server,
         assert len(recipes) == 1     # the rules' entry's recipe only: no proposal is in a recipe
         assert s.scalar(select(func.count()).select_from(Entry).where(Entry.recipe_id == recipes[0].recipe_id)) == 1
     answer = client.get("/api/quotable", params={"q": "qwen2.5"}).json()
-    assert [a["quotable_tps"] for a in answer["recipes"]] == [45.2]      # not the proposals' 38.92 or 41.63
-    assert all(c["value"] not in (38.92, 41.63) for c in answer["recipes"][0]["citations"])
+    assert [a["quotable_tps"] for a in answer["recipes"]] == [45.2]
+    assert all(c["value"] not in FIGURES for c in answer["recipes"][0]["citations"])
+    assert client.get("/api/quotable", params={"q": "rtx"}).json()["total"] == 0   # no recipe from a proposal
     # the entry page of a proposal says do not quote, and why; never the green "Quote this"
-    page = BeautifulSoup(client.get(f"/entries/{_proposals(db)[41.63].id}").text, "html.parser")
+    page = BeautifulSoup(client.get(f"/entries/{_proposals(db)[41.993347].id}").text, "html.parser")
     assert "Quote this" not in page.get_text() and "proposed by the learned reader" in page.get_text()
     # `caveat audit` over everything still gives a proposal nothing
     assert cli("audit", "--all").exit_code == 0
     with db.Session() as s:
-        e = s.get(Entry, _proposals(db)[38.92].id)
+        e = s.get(Entry, _proposals(db)[29.184001].id)
         assert e.working_tps is None and e.basis == "none" and e.flag_count == 0
 
 
@@ -119,18 +113,18 @@ def test_the_review_queue_lists_proposals_with_their_confidence(cli, server, db,
     _crawl(cli, server)
     queue.clear_cache()
     flagged = client.get("/queue.json").json()
-    assert flagged["proposals"]["count"] == 4 and flagged["proposals"]["link"] == "/queue?status=proposed"
+    assert flagged["proposals"]["count"] == 3 and flagged["proposals"]["link"] == "/queue?status=proposed"
     assert all(e["status"] == "read" for e in flagged["entries"])
     data = client.get("/queue.json", params={"status": "proposed"}).json()
-    assert data["total"] == 4 and {e["headline_tps"] for e in data["entries"]} == {1834.27, 41.63, 1406.85, 38.92}
+    assert data["total"] == 3 and {e["headline_tps"] for e in data["entries"]} == FIGURES
     assert [e["confidence"] for e in data["entries"]] == sorted((e["confidence"] for e in data["entries"]), reverse=True)
     assert all(e["status"] == "proposed" for e in data["entries"])
     html = BeautifulSoup(client.get("/queue", params={"status": "proposed"}).text, "html.parser")
     rows = html.select("tr.queue-row")
-    assert len(rows) == 4 and all(r.select_one(".proposal-badge").get_text() == "proposal" for r in rows)
+    assert len(rows) == 3 and all(r.select_one(".proposal-badge").get_text() == "proposal" for r in rows)
     assert rows[0].select_one(".confidence").get_text().endswith("% confident")
     front = BeautifulSoup(client.get("/queue").text, "html.parser")
-    assert front.select_one("a.proposals-link").get_text().startswith("4 proposals")
+    assert front.select_one("a.proposals-link").get_text().startswith("3 proposals")
     assert client.get("/queue.json", params={"status": "nope"}).status_code == 400
 
 
@@ -139,9 +133,9 @@ def test_the_crawl_json_counts_proposals(cli, server):
         "--kind", "markdown")
     out = json.loads(cli("crawl", "--json").stdout)
     rep = out["reports"][0]
-    assert rep["proposed"] == 4 and rep["proposed_new"] == 4 and rep["new"] == 0
+    assert rep["proposed"] == 3 and rep["proposed_new"] == 3 and rep["new"] == 0
     again = json.loads(cli("crawl", "--json").stdout)["reports"][0]
-    assert again["proposed"] == 4 and again["proposed_new"] == 0
+    assert again["proposed"] == 3 and again["proposed_new"] == 0
 
 
 def _cid(db) -> str:
@@ -154,48 +148,47 @@ def test_an_add_correction_confirms_a_proposal_as_a_reviewer_entry(cli, server, 
     _crawl(cli, server)
     before = _proposals(db)
     cid = _cid(db)
-    out = review.add_entry(db, db.settings, cid, "41.63", "| ROCm | 1834.27 | ", " |", {"engine": "llama.cpp"},
-                           "the tg128 column of the pasted llama-bench table", actor="alice")
+    out = review.add_entry(db, db.settings, cid, "41.993347", "RTX A5000  ", "\n", {"hardware": "RTX A5000"},
+                           "the tokens per second table's A5000 row", actor="alice")
     e = out["entry"]
-    assert e["fields"]["headline_tps"] == 41.63 and e["fields"]["test"] == "tg128" and e["fields"]["phase"] == "decode"
-    assert e["fields"]["model"] == "Qwen2.5-14B-Instruct" and e["fields"]["engine"] == "llama.cpp"
-    assert e["status"] == "read"
+    assert e["fields"]["headline_tps"] == 41.993347 and e["fields"]["phase"] == "decode"   # the proposal's phase
+    assert e["fields"]["hardware"] == "RTX A5000" and e["status"] == "read"
     got = client.get(f"/api/entries/{out['entry_id']}").json()
     assert got["status"] == "read" and got["chosen_by"]["part"] == "reviewer"
     assert got["chosen_by"]["proposed_by"]["model_version"] == learned.load().model_version
     assert got["field_sources"]["headline_tps"] == "reviewer" and got["recipe_id"]
     after = _proposals(db)
-    assert set(after) == set(before) - {41.63}
+    assert set(after) == set(before) - {41.993347}
     with db.Session() as s:
-        assert s.get(Entry, before[41.63].id).gone    # the proposal itself is gone from the page
+        assert s.get(Entry, before[41.993347].id).gone    # the proposal itself is gone from the page
     # the confirmed figure now counts: it is audited and in a recipe with a working number
     with db.Session() as s:
         confirmed = s.get(Entry, out["entry_id"])
-        assert confirmed.basis != "none" and confirmed.working_tps == 41.63
+        assert confirmed.basis != "none" and confirmed.working_tps == 41.993347
     # and stays confirmed through a reparse; the proposals not confirmed stay proposals
     reparse(db, db.settings, "missed")
-    assert set(_proposals(db)) == set(before) - {41.63}
+    assert set(_proposals(db)) == set(before) - {41.993347}
     assert client.get(f"/api/entries/{out['entry_id']}").json()["status"] == "read"
 
 
 def test_fix_confirms_and_reject_drops_a_proposal(cli, server, db):
     _crawl(cli, server)
     props = _proposals(db)
-    out = review.fix_entry(db, db.settings, props[38.92].id, {"engine": "llama.cpp"}, "right, Vulkan tg128",
+    out = review.fix_entry(db, db.settings, props[29.184001].id, {"hardware": "RTX A4000"}, "right, the A4000 row",
                            actor="alice")
-    assert out["entry"]["fields"]["headline_tps"] == 38.92 and out["entry"]["status"] == "read"
-    assert out["entry_id"] != props[38.92].id
-    review.reject_entry(db, db.settings, props[1834.27].id, "a prefill figure; nobody claims it", actor="bob")
-    assert set(_proposals(db)) == {41.63, 1406.85}
+    assert out["entry"]["fields"]["headline_tps"] == 29.184001 and out["entry"]["status"] == "read"
+    assert out["entry"]["fields"]["hardware"] == "RTX A4000" and out["entry_id"] != props[29.184001].id
+    review.reject_entry(db, db.settings, props[46.405024].id, "a mean nobody claims", actor="bob")
+    assert set(_proposals(db)) == {41.993347}
     with db.Session() as s:
-        assert s.get(Entry, props[1834.27].id).gone
+        assert s.get(Entry, props[46.405024].id).gone
 
 
 def test_an_add_with_a_bad_selector_stores_nothing(cli, server, db):
     _crawl(cli, server)
     with pytest.raises(BadRequest, match="not in the archived text"):
-        review.add_entry(db, db.settings, _cid(db), "41.64", "", "", {}, "typo", actor="alice")
-    assert len(_proposals(db)) == 4
+        review.add_entry(db, db.settings, _cid(db), "41.993348", "", "", {}, "typo", actor="alice")
+    assert len(_proposals(db)) == 3
 
 
 def test_no_proposals_when_the_setting_is_off(cli, server, settings):

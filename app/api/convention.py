@@ -13,9 +13,11 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
-from fastapi import Request
+if TYPE_CHECKING:
+    from fastapi import Request
 
 _NAIVE = re.compile(r"^\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(:\d{2}(\.\d+)?)?$")
 CACHE_CONTROL = b"public, max-age=0, must-revalidate"

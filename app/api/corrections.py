@@ -1,6 +1,7 @@
 """Corrections of entries (issue 27), authenticated writes: `PATCH /api/entries/{id}` (fix fields),
 `POST /api/entries` (a missed figure, from a snapshot and a quote selector), `POST /api/entries/{id}/reject`
-("not a claim"), `GET /api/entries/{id}/corrections`.
+("not a claim"), `POST /api/entries/{id}/clauses` (a reviewer's reading of one clause of the notes: benign,
+or the condition of a rule; issue 25), `GET /api/entries/{id}/corrections`.
 
 A signed-in reviewer (with the session's CSRF token: the form's `csrf_token` field or the `X-CSRF-Token`
 header) or a bearer token with the `correct` scope. Fixes and rejections carry the entry's version: the
@@ -126,3 +127,21 @@ async def add_entry(request: Request, user: User = Depends(auth.require_user),
         str(quote.get("prefix") or ""), str(quote.get("suffix") or ""), _fields(data, is_form), data.get("why"),
         actor=user.username, user_id=user.id)
     return _answer(request, data, is_form, result, status=201)
+
+
+@router.post("/api/entries/{entry_id}/clauses", responses=AUTH_ERRORS, response_model=CorrectionAnswer,
+             summary="Read one clause of an entry's notes: benign, or a rule's condition (authenticated; If-Match)")
+async def read_clause(entry_id: int, request: Request, user: User = Depends(auth.require_user),
+                      session: Session = Depends(get_session)):
+    """Body: `{"clause": TEXT, "reading": "benign" | "condition", "rule": RULE (a condition), "why": TEXT}`,
+    the clause's text as the entry's `notes_reading` gives it. The form sends `reading=benign` or
+    `reading=RULE`."""
+    data, is_form = await _body(request)
+    _authorise(request, data, is_form, session)
+    reading, rule = data.get("reading"), data.get("rule")
+    if is_form and reading not in (None, "", "benign", "condition"):
+        reading, rule = "condition", reading     # the form's one select: benign or a rule id
+    result = await run_in_threadpool(
+        review.read_clause, request.app.state.db, request.app.state.settings, entry_id, data.get("clause"),
+        reading, data.get("why"), rule=rule, actor=user.username, user_id=user.id, version=_version(request, data))
+    return _answer(request, data, is_form, result)

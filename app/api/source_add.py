@@ -35,5 +35,5 @@ class SourceAnswer(Open):
 def create_source(body: SourceIn, request: Request, user: User = Depends(auth.require_writer),
                   session: Session = Depends(get_session)) -> dict:
     auth.require_scope(request, "admin")
-    src = add_source(session, body.name, body.url, body.kind, browser=body.browser)
+    src = add_source(session, body.name, body.url, body.kind, browser=body.browser, settings=request.app.state.settings)
     return ok({"source": source_json(session, src)})

@@ -28,7 +28,7 @@ from app.models import Entry, EntryVersion, Flag, Measurement, Recipe, Snapshot,
 from app.replay import citations
 from app.audit.answer import cite, cite_ref, recipe_answer, standing  # noqa: F401  (cite, cite_ref re-exported)
 from app.audit.rules import RULESET_VERSION, SEVERITY_RANK, read_entry, Context, Finding, Rung, Steady, run_rules
-from app.audit.working import Candidate, StandingFlag, decide, lowest_steady
+from app.audit.working import NOT_DECODE, Candidate, StandingFlag, decide, lowest_steady
 from app.audit.roofline import ratio_for
 
 CHUNK = 500
@@ -332,9 +332,18 @@ def plan_audit(session: Session, settings: Settings, entries: list[Entry], recip
         cands = [candidate(i, flags_by_entry[i.entry.id]) for i in group]
         ms = measured.get(key, []) if isinstance(key, str) else []
         steady = lowest_steady([c for c in cands if not c.withheld])   # a withdrawn capture states nothing
+        same: dict[bool, object] = {}
         for item, cand in zip(group, cands):
-            changed = _summarise(item.entry, flags_by_entry[item.entry.id],
-                                 decide(cands, ms, entry=cand, recipe_steady=steady), _roofline_ratio(item))
+            # a decode entry's working number is its recipe's, worded apart only for the entry whose steady
+            # state it is: decided once per recipe, not once per entry (n, not n squared, on a long board)
+            if cand.withheld or cand.superseded or cand.phase in NOT_DECODE:
+                working = decide(cands, ms, entry=cand, recipe_steady=steady)
+            else:
+                own = steady is not None and steady["entry_id"] == cand.entry_id
+                working = same.get(own)
+                if working is None:
+                    working = same[own] = decide(cands, ms, entry=cand, recipe_steady=steady)
+            changed = _summarise(item.entry, flags_by_entry[item.entry.id], working, _roofline_ratio(item))
             if changed is not None:
                 updates.append(changed)
                 for k, v in changed.items():

@@ -12,7 +12,12 @@ parser produces for that occurrence:
   the learned reader proposes, it confirms the proposal: the reviewer's entry starts from its fields;
 - ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone); at a proposal's
   figure, the proposal is dropped;
-- ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29).
+- ``clause``: a reviewer's reading of one clause of the entry's notes (issue 25): ``benign``, or a
+  ``condition`` naming the rule it raises. It is carried in the entry's ``clause_reviews`` field, which the
+  audit's clause reader (``app.audit.rules.clauses``) takes over its own reading of that clause;
+- ``decision``: a reviewer's decision on a flag (written here so a reindex restores it, issue 29);
+- ``checked``: "every figure checked": the reviewer read the whole page (its selector is empty); a
+  checked page with its entries is a labelled page (``caveat corpus export``).
 
 :func:`apply` runs inside ``store_parse`` for every snapshot of a source, at or after the snapshot the
 correction was made on (later snapshots are matched by the quote), so crawl, reparse and reindex keep
@@ -45,7 +50,10 @@ from archive.warcwriter import build_record
 from scrapers.fields import PHASES, SCOPES, ParsedEntry
 
 CONTENT_TYPE = "application/vnd.caveat.review+json"
-KINDS = ("fix", "add", "reject", "decision")
+KINDS = ("fix", "add", "reject", "clause", "decision", "checked")
+APPLIED = ("fix", "add", "reject", "clause")   # the kinds that change what a parse yields
+CLAUSE_READINGS = ("benign", "condition")
+MAX_CLAUSE = 4000   # characters (the clause reader reads at most this much of one field)
 # the fields a reviewer may correct, with their type (a tuple: the allowed values)
 CORRECTABLE: dict[str, type | tuple] = {
     "model": str, "hardware": str, "gpu_count": int, "engine": str, "engine_version": str,
@@ -92,6 +100,32 @@ def check_fields(values: dict) -> dict:
         else:
             out[name] = _typed_number(name, value, kind)
     return out
+
+
+def check_clause(clause, reading, rule, field: str | None = None) -> dict:
+    """A reviewer's reading of one clause, typed: ``{"clause", "field", "reading", "rule"}``; BadRequest
+    (nothing stored) for an empty clause, an unknown reading, or a condition without a rule. Whether the
+    rule exists and the clause is the entry's is checked by the caller, who knows the rules and the entry."""
+    text = " ".join(str(clause or "").split()) if isinstance(clause, str) else ""
+    if not text:
+        raise BadRequest("say which clause: give its text as shown in the entry's notes reading (--clause / \"clause\")")
+    if len(text) > MAX_CLAUSE:
+        raise BadRequest(f"the clause is {len(text):,} characters; a clause is at most {MAX_CLAUSE:,}")
+    if reading not in CLAUSE_READINGS:
+        raise BadRequest(f"reading must be one of {', '.join(CLAUSE_READINGS)}, not {reading!r}")
+    if reading == "condition":
+        if not isinstance(rule, str) or not rule.strip():
+            raise BadRequest("a condition names the rule it raises (--rule / \"rule\"), e.g. best_of")
+        rule = rule.strip()
+    else:
+        rule = None
+    return {"clause": text, "field": field if isinstance(field, str) and field else None, "reading": reading,
+            "rule": rule}
+
+
+def clause_key(text: str) -> str:
+    """How a clause is matched to a reviewer's reading of it: its words, whitespace collapsed."""
+    return " ".join((text or "").split())
 
 
 def _typed_number(name: str, value, kind: type):
@@ -143,6 +177,22 @@ def select_quote(text: str, exact: str, prefix: str = "", suffix: str = "") -> d
     return {"exact": exact, "prefix": prefix or "", "suffix": suffix or "", "start": start, "end": start + len(exact)}
 
 
+def selector_at(text: str, start: int, end: int) -> dict:
+    """The selector of the figure at ``text[start:end]`` (a position the archived page view gave): its
+    quote with a prefix and suffix of 32 characters, longer where that still names several occurrences."""
+    if not (0 <= start < end <= len(text)):
+        raise BadRequest(f"the position {start}-{end} is not in the archived text ({len(text):,} characters); "
+                         "select the figure again on the archived page view")
+    exact = text[start:end]
+    figure_of(exact)
+    width = 32
+    while True:
+        prefix, suffix = text[max(0, start - width):start], text[end:end + width]
+        if len(matches(text, exact, prefix, suffix)) == 1 or (start - width <= 0 and end + width >= len(text)):
+            return {"exact": exact, "prefix": prefix, "suffix": suffix, "start": start, "end": end}
+        width *= 2
+
+
 def locate(text: str, sel: dict, *, same_snapshot: bool) -> tuple[int, int] | None:
     """Where the selector's figure is in ``text``: its position in its own snapshot (when the text there
     still says it), else the one occurrence its quote names; None when it is not there (or ambiguous)."""
@@ -169,7 +219,7 @@ def for_snapshot(session: Session, snapshot: Snapshot) -> list[Correction]:
     if snapshot.source_id is None:
         return []
     q = (select(Correction).join(Snapshot, Snapshot.citation_id == Correction.citation_id)
-         .where(Correction.source_id == snapshot.source_id, Correction.kind != "decision",
+         .where(Correction.source_id == snapshot.source_id, Correction.kind.in_(APPLIED),
                 Snapshot.timestamp <= snapshot.timestamp)
          .order_by(Correction.id))
     return list(session.scalars(q))
@@ -234,6 +284,9 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
             pe = entries[i]
             pe.fields = dict(pe.fields)
             notes = applied.reviewed.setdefault(i, {})
+            if c.kind == "clause":
+                _read_clause(pe, notes, c)
+                continue
             for name, value in (c.fields or {}).items():
                 if name not in CORRECTABLE:
                     continue
@@ -248,6 +301,20 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
     applied.reviewed = {keep.index(i): v for i, v in applied.reviewed.items() if i in keep}
     applied.proposals = [pe for pe in (proposals or []) if _position(pe) not in at and _position(pe) not in rejected_at]
     return applied
+
+
+def _read_clause(pe: ParsedEntry, notes: dict, c: Correction) -> None:
+    """Carry a reviewer's reading of a clause in the entry's ``clause_reviews`` (clause words -> reading);
+    a later reading of the same clause replaces an earlier one."""
+    f = c.fields or {}
+    key = clause_key(f.get("clause") or "")
+    if not key or f.get("reading") not in CLAUSE_READINGS:
+        return
+    reviews = dict(pe.fields.get("clause_reviews") or {})
+    reviews[key] = {"reading": f["reading"], "rule": f.get("rule"), "field": f.get("field"), "correction": c.id,
+                    "by": c.actor}
+    pe.fields["clause_reviews"] = reviews
+    notes["clause_reviews"] = _note(c)
 
 
 def _added(text: str, pos: tuple[int, int], c: Correction, proposal: ParsedEntry | None = None) -> ParsedEntry:
@@ -338,7 +405,8 @@ def for_entry(session: Session, source_id: int | None, citation_id: str | None, 
     """The corrections (and decisions) made on the figure an entry's headline was read from, oldest first."""
     if source_id is None or not citation_id or not isinstance(selector, dict):
         return []
-    rows = session.scalars(select(Correction).where(Correction.source_id == source_id).order_by(Correction.id))
+    rows = session.scalars(select(Correction).where(Correction.source_id == source_id, Correction.kind != "checked")
+                           .order_by(Correction.id))
     return [c for c in rows if same_figure(c.selector or {}, c.citation_id, selector, citation_id)]
 
 

@@ -17,6 +17,7 @@ from sqlalchemy.orm import Session
 
 from app.errors import BadRequest, Conflict, NotFound
 from archive.surt import InvalidURL
+from archive.fetcher import parse_allowed_hosts, written_address_problem
 from archive.urls import check_url
 from app.models import Entry, Snapshot, Source, utcnow
 
@@ -27,7 +28,20 @@ def _check_url(url: str) -> str:
     try:
         return check_url(url)
     except InvalidURL as exc:
-        raise BadRequest(f"{exc}. Give the full address, e.g. https://example.org/leaderboard.") from None
+        msg = str(exc)
+        if "e.g." not in msg:  # the URL check's own message may already say how to write it
+            msg += ". Give the full address, e.g. https://example.org/leaderboard"
+        raise BadRequest(msg + ".") from None
+
+
+def check_address(url: str, settings) -> None:
+    """Refuse, when the source is added, a URL the crawler would refuse for its address (written as
+    a loopback, private or link-local address, or a localhost name), in the crawler's words and
+    under the same settings (CAVEAT_ALLOW_PRIVATE_ADDRESSES, CAVEAT_ALLOW_PRIVATE_HOSTS)."""
+    problem = written_address_problem(url, settings.allow_private_addresses,
+                                      parse_allowed_hosts(getattr(settings, "allow_private_hosts", "")))
+    if problem:
+        raise BadRequest(f"{url}: {problem}.")
 
 
 def check_kind(kind: str | None) -> str | None:
@@ -54,11 +68,15 @@ def check_key_columns(columns) -> list[str] | None:
 
 
 def add_source(session: Session, name: str, url: str, kind: str | None = None, *, browser: bool = False,
-               key_columns=None) -> Source:
+               key_columns=None, settings=None) -> Source:
+    """Follow ``url`` as ``name``. Given ``settings`` (the CLI and the API pass them), a URL whose address
+    the crawler would refuse is refused now (``check_address``)."""
     name = (name or "").strip()
     if not name or len(name) > 200:
         raise BadRequest("A source needs a name of 1 to 200 characters, e.g. `caveat source add localmaxxing URL`.")
     url = _check_url(url)
+    if settings is not None:
+        check_address(url, settings)
     kind = check_kind(kind)
     key_columns = check_key_columns(key_columns)
     existing = session.scalar(select(Source).where(Source.name == name))

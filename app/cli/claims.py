@@ -9,15 +9,15 @@ import click
 from app.cli.group import emit, json_mode, main
 from app.cli.context import CliContext
 from app.crawl import workflow as crawl_service
+from app.crawl.adopt import adopt_archived
+from app.models import Source
 import app.watch.schedule as schedule_service
 from app.claims.sources import KINDS, add_source, list_sources, remove_source
 from app.watch.schedule import format_every, parse_every, set_schedule
 from app.errors import NotFound
 from app.claims.sources import source_json
-import ipaddress
-from urllib.parse import urlsplit
 from app.demo.run import demo_sources
-from archive.fetcher import parse_allowed_hosts
+from archive.fetcher import parse_allowed_hosts, written_address_problem
 
 SHOWN_WARNINGS = 5
 
@@ -45,30 +45,66 @@ def source() -> None:
 @click.option("--key", "keys", multiple=True, metavar="COLUMN",
               help="A column (its header) that tells one row from another on an unusual board; repeatable. "
                    "Left out: model, hardware, engine and the like, never a rank, # or position column.")
-@click.option("--json", "as_json", is_flag=True, help="Print {ok, source} as POST /api/sources does.")
+@click.option("--from-archive", "from_archive", is_flag=True,
+              help="Also give it the snapshots of URL already in the archive (from `caveat import-warc`, or "
+                   "captured before) that no source owns, and read and audit them now; nothing is fetched.")
+@click.option("--json", "as_json", is_flag=True, help="Print {ok, source} as POST /api/sources does (with "
+              "--from-archive also adopted, owned_elsewhere and report).")
 @click.pass_obj
 def source_add(obj: CliContext, name: str, url: str, kind: str | None, every: str | None = None,
-               browser: bool = False, keys: tuple[str, ...] = (), as_json: bool = False) -> None:
+               browser: bool = False, keys: tuple[str, ...] = (), from_archive: bool = False,
+               as_json: bool = False) -> None:
     """Follow a new source. Nothing is fetched until `caveat crawl`.
+
+    A URL the crawler would refuse (written as a loopback, private or link-local address, or
+    localhost) is refused here, unless CAVEAT_ALLOW_PRIVATE_ADDRESSES or CAVEAT_ALLOW_PRIVATE_HOSTS
+    allows it. --from-archive reads captures already archived for URL (`caveat import-warc`).
 
     \b
     Example:
       caveat source add glm-card https://huggingface.co/org/model/raw/main/README.md --kind markdown
+      caveat import-warc board.warc.gz && caveat source add board https://example.org/board --from-archive
     """
     json_mode(as_json)
     seconds = parse_every(every) if every is not None else None  # a bad schedule fails before anything is added
     with obj.session() as s:
-        src = add_source(s, name, url, kind, browser=browser, key_columns=keys)
+        src = add_source(s, name, url, kind, browser=browser, key_columns=keys, settings=obj.settings)
         if seconds is not None:
             set_schedule(s, src, seconds)
         how = f"kind {src.kind}" if src.kind else "kind guessed at first crawl"
         how += ", captured with the browser" if src.browser else ""
         how += f", rows keyed by {', '.join(src.key_columns)}" if src.key_columns else ""
         when = f", every {format_every(seconds)}" if seconds else ""
-        if as_json:
-            emit({"source": source_json(s, src)})
+        source_id = src.id
+        if not from_archive:
+            if as_json:
+                emit({"source": source_json(s, src)})
+                return
+            click.echo(f"added source {src.name}: {src.url} ({how}{when})")
             return
-        click.echo(f"added source {src.name}: {src.url} ({how}{when})")
+        line = f"added source {src.name}: {src.url} ({how}{when})"
+    adopted = adopt_archived(obj.database(), obj.settings, source_id)
+    r = adopted.report
+    failed = r is not None and r.failed
+    if as_json:
+        with obj.session() as s:
+            body = source_json(s, s.get(Source, source_id))
+        emit({"source": body, "adopted": adopted.citation_ids, "owned_elsewhere": adopted.owned_elsewhere,
+              "report": report_json(r) if r else None}, ok=not failed)
+        sys.exit(1 if failed else 0)
+    click.echo(line)
+    if adopted.owned_elsewhere:
+        click.echo(f"{len(adopted.owned_elsewhere)} snapshot(s) of this URL belong to another source and were "
+                   f"left there: {', '.join(adopted.owned_elsewhere[:5])}")
+    if not adopted.citation_ids:
+        click.echo(f"no unowned snapshot of {url} in the archive (`caveat import-warc FILE` brings captures in); "
+                   "`caveat crawl` fetches it")
+        return
+    click.echo(f"adopted {len(adopted.citation_ids)} archived snapshot(s): {', '.join(adopted.citation_ids[:10])}"
+               + (" ..." if len(adopted.citation_ids) > 10 else ""))
+    _summary([r], "reparse")
+    if failed:
+        sys.exit(1)
 
 
 @source.command("list")
@@ -172,25 +208,6 @@ def report_json(r) -> dict:
             "warnings": list(s.warnings), "error": r.error, "kind_note": r.kind_note}
 
 
-def _on_this_machine(url: str) -> bool:
-    """The URL names this machine or a private network by its address (no DNS lookup)."""
-    host = (urlsplit(url).hostname or "").strip("[]").lower()
-    if host in ("localhost", "localhost.localdomain") or host.endswith(".localhost"):
-        return True
-    try:
-        ip = ipaddress.ip_address(host)
-    except ValueError:
-        return False
-    return ip.is_loopback or ip.is_private or ip.is_link_local or ip.is_unspecified
-
-
-def _listed(url: str, allowed) -> bool:
-    """Whether the URL's host:port is on CAVEAT_ALLOW_PRIVATE_HOSTS."""
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme == "https" else 80)
-    return ((parts.hostname or "").lower(), port) in allowed
-
-
 def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
     """Sources the crawler would refuse (addresses on this machine, private addresses off): skipped with
     a reason instead of being marked failed. The demo's sample server lives only while `caveat demo` runs."""
@@ -202,7 +219,7 @@ def _unreachable(obj: CliContext, sources) -> tuple[list, list[str]]:
 
     allowed = parse_allowed_hosts(getattr(obj.settings, "allow_private_hosts", ""))
     for src in sources:
-        if not _on_this_machine(src.url) or _listed(src.url, allowed):
+        if written_address_problem(src.url, False, allowed) is None:  # the check `source add` makes
             keep.append(src)
         elif src.name in demo_names:
             skipped.append(f"{src.name}: skipped, {src.url} is the demo's sample server, which runs only while "

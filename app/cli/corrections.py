@@ -123,3 +123,34 @@ def add(obj, snapshot: str, quote: str, prefix: str, suffix: str, why: str, by: 
     result = review.add_entry(obj.database(), obj.settings, snapshot, quote, prefix, suffix, given, why,
                               actor=_actor(by))
     _show(result, f"added {quote!r} from {snapshot}", as_json)
+
+
+@entry.command("clause")
+@click.argument("entry_id", type=int)
+@click.option("--clause", "clause", required=True,
+              help="The clause's text, as `caveat entries show ID` / the entry page's notes reading gives it.")
+@click.option("--benign", is_flag=True, help="The clause states nothing that inflates the figure.")
+@click.option("--rule", default=None, help="The clause states this rule's condition (e.g. best_of, short_shape).")
+@_WHY
+@_BY
+@_VERSION
+@_JSON
+@click.pass_obj
+def clause(obj, entry_id: int, clause: str, benign: bool, rule: str | None, why: str, by: str | None,
+           version: int | None, as_json: bool) -> None:
+    """Read one clause of an entry's notes: benign, or the condition of a rule (issue 25).
+
+    A clause Caveat did not understand keeps the headline from being quoted (basis `unreviewed`); the
+    reviewer's reading replaces Caveat's for that clause, in every later parse and after a reindex.
+
+    \b
+    Examples:
+      caveat entry clause 12 --clause "run on the lab's quiet node" --benign --why "a machine name"
+      caveat entry clause 12 --clause "fastest of the afternoon" --rule best_of --why "a best-of, in other words"
+    """
+    json_mode(as_json)
+    if benign == bool(rule):
+        raise click.UsageError("give exactly one of --benign and --rule RULE")
+    result = review.read_clause(obj.database(), obj.settings, entry_id, clause, "benign" if benign else "condition",
+                                why, rule=rule, actor=_actor(by), version=version)
+    _show(result, f"read {clause!r} as " + ("benign" if benign else f"a {rule} condition"), as_json)

@@ -14,6 +14,7 @@ from sqlalchemy.orm import Session
 from app.config import Settings
 from app.models import Crawl, Entry
 from app.pages import entries as entries_service
+from app.pages.review import correction_form
 from app.audit.engine import flags_for_entries
 from app.audit.decisions import list_decisions
 from app.claims.sources import list_sources, source_json
@@ -249,6 +250,8 @@ def entry_page(session: Session, settings: Settings, entry_id: int) -> dict:
         "chart": ladder_chart(ladder, _steady(recipe, entry), highlight=entry_id),
         "decisions": list_decisions(session, entry_id=entry_id, limit=100),
         "roofline": roofline_view(entry.get("roofline")),
+        # the reviewer's correction form (issue 27): each field, its provenance (parser | reviewer), its history
+        "correction_form": [] if entry.get("withheld") else correction_form(entry),
     }
 
 

@@ -13,12 +13,14 @@ from __future__ import annotations
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
+from app.audit.rules import CLAUSE_RULES, NOT_UNDERSTOOD, RULES, read_entry
 from app.claims import corrections as store
 from app.config import Settings
 from app.crawl.workflow import parse_archived, reapply_latest
 from app.db import Database
 from app.errors import BadRequest, Conflict, NotFound, PreconditionFailed
-from app.models import ChangeEvent, Entry, EntryVersion, Snapshot, utcnow
+from app.models import ChangeEvent, Correction, Entry, EntryVersion, Snapshot, utcnow
+from app.replay.citations import lookup
 from app.storage.snapshots import find_by_citation
 from app.watch.hooks import queue_deliveries
 
@@ -82,6 +84,33 @@ def reject_entry(db: Database, settings: Settings, entry_id: int, why: str, *, a
     return _correct(db, settings, "reject", entry_id, None, why, actor=actor, user_id=user_id, version=version)
 
 
+def readable_rules() -> list[str]:
+    """The rule ids a reviewer may name when reading a clause as a condition."""
+    return sorted(set(RULES) | (set(CLAUSE_RULES) - {NOT_UNDERSTOOD}))
+
+
+def read_clause(db: Database, settings: Settings, entry_id: int, clause: str, reading: str, why: str, *,
+                rule: str | None = None, actor: str, user_id: int | None = None, version: int | None = None) -> dict:
+    """A reviewer's reading of one clause of the entry's notes (issue 25): ``benign`` (the headline may be
+    quoted as far as that clause goes) or ``condition`` with the ``rule`` it raises. The clause must be one
+    Caveat reads in the entry's current notes (BadRequest otherwise, nothing stored); the reading is a
+    ``clause`` correction keyed to the entry's figure, so it survives reparse and reindex."""
+    value = store.check_clause(clause, reading, rule)
+    if value["rule"] is not None and value["rule"] not in readable_rules():
+        raise BadRequest(f"unknown rule {value['rule']!r}; a clause may be read as one of: {', '.join(readable_rules())}")
+    with db.Session() as s:
+        fields = entry_state(s, entry_id)["fields"]
+        v = s.get(EntryVersion, s.get(Entry, entry_id).current_version_id)
+        extra = (v.extra if v is not None else None) or {}
+    clauses = read_entry({**fields, "_extra": extra} if extra else fields)
+    match = next((c for c in clauses if store.clause_key(c.text) == value["clause"]), None)
+    if match is None:
+        shown = "; ".join(f"\u00ab{c.text}\u00bb" for c in clauses[:6]) or "none"
+        raise BadRequest(f"entry {entry_id}'s notes have no clause {value['clause']!r}; its clauses: {shown}")
+    value["field"] = match.field
+    return _correct(db, settings, "clause", entry_id, value, why, actor=actor, user_id=user_id, version=version)
+
+
 def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, version) -> dict:
     why = store.check_reason(why)
     with db.Session() as s:
@@ -97,15 +126,18 @@ def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, versi
 
 
 def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefix: str, suffix: str,
-              fields: dict | None, why: str, *, actor: str, user_id: int | None = None) -> dict:
+              fields: dict | None, why: str, *, actor: str, user_id: int | None = None,
+              at: tuple[int, int] | None = None) -> dict:
     """A figure the parser missed, from its snapshot and a quote selector validated against the decoded
-    archived text (none or several matches, or not a number: 400, nothing stored)."""
+    archived text (none or several matches, or not a number: 400, nothing stored). ``at``: the figure's
+    position in that text instead of the quote (the archived page view's selection)."""
     why = store.check_reason(why)
     fields = store.check_fields(fields or {})
     with db.Session() as s:
         snap = find_by_citation(s, citation)
         parsed = parse_archived(s, settings, snap)
-        sel = store.select_quote(parsed.text, quote, prefix or "", suffix or "")
+        sel = (store.selector_at(parsed.text, *at) if at is not None
+               else store.select_quote(parsed.text, quote, prefix or "", suffix or ""))
         store.figure_of(sel["exact"])
         if any(((pe.selectors or {}).get("headline_tps") or {}).get("start") == sel["start"] for pe in parsed.entries):
             raise Conflict(f"the reader already reads {sel['exact']!r} at that place as an entry; correct that "
@@ -115,6 +147,28 @@ def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefi
     cid = store.record(db, snap, "add", sel, fields, why, actor=actor, user_id=user_id,
                        then=lambda c: out.update(_apply(db, settings, c, snap, None, why, actor)))
     return {"correction_id": cid, **out}
+
+
+def mark_checked(db: Database, settings: Settings, citation: str, why: str, *, actor: str,
+                 user_id: int | None = None) -> dict:
+    """"Every figure checked": the reviewer read the whole page of snapshot ``citation`` and its entries
+    are what it claims (a ``checked`` correction, in the WARC files like the others; its selector is empty)."""
+    why = store.check_reason(why)
+    with db.Session() as s:
+        snap = lookup(s, settings, citation)   # a withheld capture: its tombstone (Withheld), nothing stored
+        if snap.source_id is None:
+            raise BadRequest(f"snapshot {citation} belongs to no source, so no entry is read from it to check")
+        s.expunge(snap)
+    cid = store.record(db, snap, "checked", {}, None, why, actor=actor, user_id=user_id)
+    return {"correction_id": cid, "snapshot": snap.citation_id}
+
+
+def checked_marks(session: Session, citation_id: str) -> list[dict]:
+    """Who marked snapshot ``citation_id``'s page as checked, when and why, oldest first."""
+    rows = session.scalars(select(Correction).where(Correction.citation_id == citation_id,
+                                                          Correction.kind == "checked")
+                           .order_by(Correction.id))
+    return [store.correction_json(c) for c in rows]
 
 
 def _apply(db: Database, settings: Settings, correction_id: int, snap: Snapshot, before: dict | None,

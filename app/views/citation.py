@@ -18,6 +18,8 @@ from app.replay import citations
 from app.replay import withdrawal
 from app.audit import access
 from app.measure import evidence
+from app.pages.review import quote_corrections
+from app.review.corrections import checked_marks
 from urllib.parse import urlencode
 from app.views.rendering import accepts_json, make_local, ok_first
 
@@ -79,10 +81,15 @@ def citation_page(typed: str, request: Request, q: str | None = None, prefix: st
     if q is not None:
         data = citations.quote_view(session, settings, cid, q, prefix, suffix, pos,
                                     whole=request.query_params.get("view") == "page")
+        # a corrected figure: what was corrected, by whom, when and why, beside the reader's reading (issue 27)
+        data["corrections"] = quote_corrections(session, cid, data.get("matched"), prefix, suffix,
+                                                data.get("source_start"))
         template = "citation_quote.html"
     else:
         data = citations.citation(session, settings, cid)
+        data["checked"] = checked_marks(session, cid)
         template = "citation.html"
+    data["review_href"] = f"/c/{cid}/review"
     if as_json:
         return JSONResponse(ok_first(data), headers={"Vary": "Accept"})
     json_href = f"/c/{cid}.json" + (f"?{request.url.query}" if request.url.query else "")

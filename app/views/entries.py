@@ -13,6 +13,7 @@ from app.models import Flag, User
 from app.accounts import auth
 from app.audit.decisions import decide
 from app.pages.view_models import entry_page, recipe_page
+from app.review.corrections import readable_rules
 from app.views.rendering import redirect, render, split_json
 
 router = APIRouter(include_in_schema=False)
@@ -31,7 +32,7 @@ def entry_view(ref: str, request: Request, session: Session = Depends(get_sessio
     raw, as_json = split_json(ref)
     data = entry_page(session, request.app.state.settings, _entry_id(raw))
     return render(request, "entry.html", data, as_json=as_json, user=user,
-                  decided=request.query_params.get("decided"))
+                  decided=request.query_params.get("decided"), clause_rules=readable_rules() if user else None)
 
 
 @router.post("/entries/{entry_id}/decision")

@@ -13,7 +13,7 @@ from app.audit.rules import acceptance, bandwidth, conditions, headline, repetit
 from app.audit.rules.base import RULES, SEVERITY_RANK, Context, Finding, Rung, Steady
 from app.audit.rules.clauses import Clause, read_entry
 
-RULESET_VERSION = "2026.12.6"
+RULESET_VERSION = "2026.12.7"
 SEVERITIES = ("critical", "high", "medium", "low")
 BLOCKING = ("critical", "high")  # a headline with one of these standing is never the working number
 
@@ -60,6 +60,18 @@ def clause_findings(reading: list[Clause], found: list[Finding], fields: dict | 
     scope = (fields or {}).get("scope")
     for c in reading:
         if c.reading != "condition" or not c.rule:
+            continue
+        if c.kind == "reviewer":    # a reviewer read the clause as this rule's condition: it stands as they said
+            f = by_rule.get(c.rule)
+            if f is None:
+                rule = RULES.get(c.rule)
+                sev = CLAUSE_RULES[c.rule][0] if c.rule in CLAUSE_RULES else (rule.severity if rule else "high")
+                f = Finding(c.rule, sev, f"A reviewer read this clause of the notes as {c.rule}: {c.detail}.",
+                            {"clause": "reviewer"}, [_clause_quote(c)])
+                by_rule[c.rule] = f
+                out.append(f)
+            elif all(q.get("text") != c.text for q in f.quotes):
+                f.quotes.append(_clause_quote(c))
             continue
         if c.rule == "aggregate_as_single_stream" and (scope == "aggregate" or (fields or {}).get("concurrency") is not None):
             continue    # the reader already read the figure's scope or concurrency: the rule of that name judges it

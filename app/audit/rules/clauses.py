@@ -25,13 +25,13 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 
-from app.audit.rules.lexicon import (BENIGN, CJK_STOP, STAT_CLAUSE, CJK_TRIGGERS, CONDITIONS, GENERIC, NEGATION, NUMBER_WORDS, STOPWORDS,
+from app.audit.rules.lexicon import (BENIGN, CJK_STOP, SPREAD_CLAUSE, STAT_CLAUSE, CJK_TRIGGERS, CONDITIONS, GENERIC, NEGATION, NUMBER_WORDS, STOPWORDS,
                                      TRIGGERS, Condition)
 
-READ_FIELDS = ("notes", "label", "prompt", "caption", "lead")
+READ_FIELDS = ("notes", "label", "prompt", "caption", "lead", "around")
 # Read for conditions only: the words around a table or a pasted tool output describe the page, and a prompt's
 # words are the prompt; what Caveat does not understand there is not held against the figure.
-CONTEXT_FIELDS = ("caption", "lead", "prompt")
+CONTEXT_FIELDS = ("caption", "lead", "prompt", "around")
 _NOTES_KEY = re.compile(r"note|remark|comment|condition|detail|descr|caveat|备注|備考|注|说明|説明|コメント", re.I)
 MAX_TEXT = 4000  # characters of one field read clause by clause (a pasted log is not notes)
 MAX_CLAUSES = 40
@@ -41,7 +41,7 @@ _SPLIT = re.compile(
     r"|\((?=[^)]{3,})|\)|（|）|:\s+(?=[a-z\u3040-\u9fff]))\s*")
 _WORD = re.compile(r"[A-Za-z0-9][\w'’.\-]*[A-Za-z0-9]|[A-Za-z]|[\u3040-\u30ff\u4e00-\u9fff]+")
 _IDENT = re.compile(r"\d|[_.]|\w-\w")     # a token with a digit, an underscore, a dot or an inner hyphen: a name
-_STAT_WORD = re.compile(r"\b(?:max|min|peak|best|worst|fastest|slowest)", re.I)
+_STAT_WORD = re.compile(r"\b(?:max|min|peak|best|worst|fastest|slowest|highest|lowest)", re.I)
 _COMMAND = re.compile(r"^\s*(?:\$|>>>|❯|PS>)\s")
 _CJK = re.compile(r"^[\u3040-\u30ff\u4e00-\u9fff]+$")
 _NUMBERISH = re.compile(r"^[\d.,:/x×~≈±%+\-]+$")
@@ -92,7 +92,13 @@ def _negated(text: str, m: re.Match) -> re.Match | None:
     n = NEGATION.search(before)
     if n is not None:
         return n
-    return re.match(r"\s*(?:disabled|off|turned off|not used|none|excluded|discarded)\b", text[m.end():m.end() + 16], re.I)
+    after = re.match(r"\s*(?:disabled|off|turned off|not used|none|excluded|discarded)\b", text[m.end():m.end() + 16], re.I)
+    # "the lossy alternative trades correctness for +10 tok/s and is deliberately disabled"
+    return after or _SWITCHED_OFF.search(text, m.end(), m.end() + 160)
+
+
+_SWITCHED_OFF = re.compile(r"\b(?:is|was|are|were|stays|stayed|remains|remained|kept)\s+(?:\w+ly\s+)?(?:disabled|turned off|"
+                           r"switched off|not used|not enabled|off)\b", re.I)
 
 
 def _conditions(text: str) -> tuple[list[tuple[Condition, re.Match]], list[tuple[int, int]]]:
@@ -199,6 +205,10 @@ def _read_cached(field: str, text: str, known: tuple[str, ...], head: float | No
         piece = text[a:b]
         if not _WORD.search(piece) and not key:
             continue   # a bare number, a unit, punctuation
+        spread = SPREAD_CLAUSE.match(piece)
+        if spread and head is not None and abs(float(spread.group("hi").replace(",", "")) - head) > 0.005 * abs(head):
+            out.append(Clause(field, piece, a, b, "benign", kind="stats"))   # the runs' spread, the figure not its top
+            continue
         stat = STAT_CLAUSE.match(piece)
         if stat and head is not None and abs(float(stat.group("v").replace(",", "")) - head) > 0.005 * abs(head):
             out.append(Clause(field, piece, a, b, "benign", kind="stats"))   # another run's figure, not this one
@@ -228,7 +238,8 @@ def _read_cached(field: str, text: str, known: tuple[str, ...], head: float | No
 
 
 def read_entry(fields: dict) -> list[Clause]:
-    """Every clause of the entry's describing text, in field order."""
+    """Every clause of the entry's describing text, in field order; a clause a reviewer has read (the
+    entry's ``clause_reviews``, from a ``clause`` correction) takes the reviewer's reading."""
     known = _known_values(fields)
     out: list[Clause] = []
     for name in READ_FIELDS:
@@ -242,6 +253,9 @@ def read_entry(fields: dict) -> list[Clause]:
                 v = "yes" if v else "no"
             if isinstance(v, (str, int, float)) and str(v).strip():
                 out.extend(read_text(f"extra.{key}", str(v), fields, known, key=str(key).replace("_", " ")))
+    reviews = fields.get("clause_reviews")
+    if isinstance(reviews, dict) and reviews:
+        out = [_reviewed(c, reviews.get(" ".join(c.text.split()))) for c in out]
     seen, unique = set(), []
     for c in out:   # the same words in two fields (a label that repeats the notes) are read once
         k = (c.text, c.reading, c.rule)
@@ -249,3 +263,19 @@ def read_entry(fields: dict) -> list[Clause]:
             seen.add(k)
             unique.append(c)
     return unique
+
+
+def _reviewed(c: Clause, review) -> Clause:
+    """The clause as the reviewer read it: ``benign``, or a ``condition`` raising the rule they named (its
+    severity is the rule's, given by the audit; ``kind`` says a reviewer chose it and ``detail`` who)."""
+    if not isinstance(review, dict) or review.get("reading") not in ("benign", "condition"):
+        return c
+    by = review.get("by") or "a reviewer"
+    if review["reading"] == "benign":
+        return Clause(c.field, c.text, c.start, c.end, "benign", kind="reviewer",
+                      detail=f"read as benign by {by} (correction {review.get('correction')})")
+    rule = review.get("rule")
+    if not isinstance(rule, str) or not rule:
+        return c
+    return Clause(c.field, c.text, c.start, c.end, "condition", rule, None, "reviewer",
+                  f"{c.text} (read as {rule} by {by}, correction {review.get('correction')})")

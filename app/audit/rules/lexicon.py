@@ -331,5 +331,10 @@ NUMBER_WORDS = frozenset("zero one two three four five six seven eight nine ten 
                          "thousand dozen single double triple".split())
 
 # a statistic of the runs ("min 31.0, max 31.8"): a condition only when it is the figure itself
+# a spread of runs, both ends named ("lowest 43.3 and highest 44.1", "min 40 / max 44", "worst 40, best 44"):
+# statistics, unless the figure quoted is its top end
+SPREAD_CLAUSE = re.compile(r"^\s*(?:the\s+)?(?:lowest|min(?:imum)?|worst|slowest)\s*(?:run)?\s*(?:was|of|at)?\s*[:=]?\s*~?(?P<lo>\d[\d,]*(?:\.\d+)?)"
+                           r"\s*(?:tok(?:ens)?/s|t/s|tps)?\s*(?:and|/|,|to|-|–)\s*(?:the\s+)?(?:highest|max(?:imum)?|best|fastest)\s*(?:run)?"
+                           r"\s*(?:was|of|at)?\s*[:=]?\s*~?(?P<hi>\d[\d,]*(?:\.\d+)?)\s*(?:tok(?:ens)?/s|t/s|tps)?\s*$", re.I)
 STAT_CLAUSE = re.compile(r"^\s*(?:max(?:imum)?|min(?:imum)?|peak|best|worst|fastest|slowest)\s*(?:run)?\s*[:=]?\s*~?(?P<v>\d[\d,]*(?:\.\d+)?)\s*"
                          r"(?:tok(?:ens)?/s|t/s|tps|tokens per second)?\s*$", re.I)
