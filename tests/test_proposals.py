@@ -17,7 +17,7 @@ from app.audit.engine import audit_all, audit_entries
 from app.claims.store import store_parse
 from app.crawl.workflow import reparse
 from app.errors import BadRequest
-from app.models import Entry, EntryVersion, Recipe, Snapshot
+from app.models import Correction, Entry, EntryVersion, Recipe, Snapshot
 from app.review import corrections as review
 from scrapers import learned
 from scrapers.fields import ParsedEntry, ParseResult
@@ -169,6 +169,17 @@ def test_an_add_correction_confirms_a_proposal_as_a_reviewer_entry(cli, server, 
     reparse(db, db.settings, "missed")
     assert set(_proposals(db)) == set(before) - {41.993347}
     assert client.get(f"/api/entries/{out['entry_id']}").json()["status"] == "read"
+    with db.Session() as s:      # the correction itself carries the proposal's names
+        c = s.scalar(select(Correction).where(Correction.kind == "add"))
+        assert c.fields == {"phase": "decode", "hardware": "RTX A5000"}
+    # with no learned reader at all (or a model that no longer proposes it) the reviewer's entry is unchanged
+    from tests.conftest import make_settings
+
+    off = make_settings(db.settings.data_dir.parent, db.settings.database_url, learned_proposals=False)
+    reparse(db, off, "missed")
+    kept = client.get(f"/api/entries/{out['entry_id']}").json()
+    assert kept["gone"] is False and kept["fields"]["phase"] == "decode" and kept["fields"]["hardware"] == "RTX A5000"
+    assert kept["version"] == got["version"] and _proposals(db) == {}
 
 
 def test_fix_confirms_and_reject_drops_a_proposal(cli, server, db):
