@@ -72,25 +72,45 @@ def _phase(s: str) -> float:
     return float(PHASES.get(phase_of(s), 0)) if s and _WORDY.search(s) else 0.0
 
 
+@lru_cache(maxsize=16384)
+def _header_facts(header: str) -> tuple[float, float, float]:
+    """(says tok/s, names something else, its phase) of a column header, shared by the column's numbers."""
+    if not header:
+        return 0.0, 0.0, 0.0
+    return float(says_tps(header)), float(not_tps(header)), float(PHASES.get(phase_of(header), 0))
+
+
+@lru_cache(maxsize=16384)
+def _scope_tps(caption: str, section: str) -> float:
+    scope = caption + " " + section
+    return float(says_tps(scope)) if scope.strip() else 0.0
+
+
+@lru_cache(maxsize=16384)
+def _row_facts(cells: tuple) -> tuple[float, float]:
+    row = " ".join(cells)
+    if not row:
+        return 0.0, 0.0
+    return float(says_tps(row)), float(PHASES.get(phase_of(row[:200]), 0))
+
+
 def dense_row(c: Candidate, page: dict) -> list[float]:
     v = c.value
-    line = c.line_left + c.exact + c.line_right
-    line_tps, line_numbers = _line_facts(line)
-    scope = c.caption + " " + c.section
-    dec = len(c.exact.split(".", 1)[1]) if "." in c.exact else 0
-    row = " ".join(c.row_cells) if c.row_cells else ""
+    exact = c.exact
+    line_right = c.line_right
+    line_tps, line_numbers = _line_facts(c.line_left + exact + line_right)
+    dec = len(exact) - exact.index(".") - 1 if "." in exact else 0
+    h_tps, h_not, h_phase = _header_facts(c.header)
+    r_tps, r_phase = _row_facts(tuple(c.row_cells)) if c.row_cells else (0.0, 0.0)
     return [
         math.log10(abs(v) + 1.0), float(dec == 0), float(dec), float(KINDS.get(c.kind, 2)), float(c.col),
         float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), line_tps,
-        float(says_tps(c.header) if c.header else 0), float(says_tps(scope) if scope.strip() else 0),
-        float(not_tps(c.header) if c.header else 0), _not_tps(c.line_right[:30]),
-        float(c.rules_read), float(c.rules_span), float(PHASES.get(phase_of(c.header) if c.header else None, 0)),
-        _phase(c.line_left[-60:]),
-        float(bool(_UNIT_START.match(c.line_right))), float(bool(_OTHER_UNIT.match(c.line_right))),
+        h_tps, _scope_tps(c.caption, c.section), h_not, _not_tps(line_right[:30]),
+        float(c.rules_read), float(c.rules_span), h_phase, _phase(c.line_left[-60:]),
+        float(bool(_UNIT_START.match(line_right))), float(bool(_OTHER_UNIT.match(line_right))),
         float(dec == 0 and 1900 <= v <= 2100), line_numbers, page["position"](c),
         math.log1p(page["n_rules"]), float(page["rules_row"](c)), float(page["rules_block"](c)),
-        float(says_tps(row) if row else 0), float(PHASES.get(phase_of(row[:200]) if row else None, 0)),
-        float(1.0 <= v <= 20000.0), float(page["tps_words"]),
+        r_tps, r_phase, float(1.0 <= v <= 20000.0), float(page["tps_words"]),
     ]
 
 
