@@ -7,7 +7,7 @@ VENV ?= .venv
 REF_VENV ?= .venv-ref
 ENGINE_VENV ?= .venv-engine
 
-.PHONY: demo test lint install referees engine system-packages vendor-check vendor-swagger-ui warcprox bench-browser
+.PHONY: demo reader-model test lint install referees engine system-packages vendor-check vendor-swagger-ui warcprox bench-browser
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -71,6 +71,11 @@ bench-browser: install referees warcprox
 
 demo: install
 	$(VENV)/bin/caveat demo
+
+# The learned reader's shipped model (issue 26): trained again from tests/data/real*/ (fixed seed, one thread;
+# about 75 s on two cores). The same corpus gives the same file byte for byte (tests/test_reader_train.py).
+reader-model: install
+	OMP_NUM_THREADS=1 $(VENV)/bin/caveat reader train --out scrapers/learned/model.json
 
 # The layer contract (.importlinter) and the no-imports-inside-functions rule run first: a wrong import fails
 # the build before any test runs (docs/ARCHITECTURE.md).

@@ -84,6 +84,11 @@ class Settings(BaseSettings):
         None, description="Worker processes that fetch and compress for a capture of 32 or more URLs "
         "(0: fetch in threads of the capturing process). Default: one per concurrent fetch (8).",
     )
+    learned_proposals: bool = Field(
+        True, description="Store figures the learned reader is confident about and the rules did not read, as "
+        "entries with status proposed (never quoted until a reviewer confirms them). Model: the newest "
+        "`<data_dir>/models/reader-*.json` (`caveat reader train`), else the one shipped with Caveat.",
+    )
     audit_processes: int | None = Field(
         None, description="Processes that audit one long page (20,000 entries or more) at once, this one "
         "included; each takes whole batches of recipes. 1: audit in this process only. Default: 2, or 1 "
@@ -192,6 +197,10 @@ class Settings(BaseSettings):
     @property
     def trusted_proxy_networks(self) -> tuple:
         return parse_networks(self.trusted_proxies)
+
+    @property
+    def models_dir(self) -> Path:
+        return self.data_dir / "models"
 
     @property
     def warc_dir(self) -> Path:

@@ -152,6 +152,12 @@ class Recipe(Base):
     quotable: Mapped[dict | None] = mapped_column(JSON)
     quotable_tps: Mapped[float | None] = mapped_column(Float)
     basis: Mapped[str | None] = mapped_column(String(16))
+    # issue 26: the model key (app/claims/identity.model_key) `caveat quote NAME` and /api/quotable?model= look up;
+    # a recipe merged into another when model keys came (migration 20261207_0012n) names it: its id still resolves
+    model_key: Mapped[str | None] = mapped_column(Text)
+    merged_into: Mapped[str | None] = mapped_column(String(40))
+
+    __table_args__ = (Index("ix_recipes_model_key", "model_key"),)
 
 
 class Entry(Base):
@@ -196,6 +202,10 @@ class Entry(Base):
     open_flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     decision_status: Mapped[str] = mapped_column(String(16), default="none", nullable=False)  # none|pending|decided
     roofline_ratio: Mapped[float | None] = mapped_column(Float)  # per-user decode figure / bandwidth bound (issue 28)
+    # issue 26: "read" (the rules read it, or a reviewer added it) | "proposed" (the learned reader proposes it:
+    # never in a recipe, never quoted until a reviewer confirms it); the proposal's confidence, 0..1
+    status: Mapped[str] = mapped_column(String(16), default="read", server_default="read", nullable=False)
+    confidence: Mapped[float | None] = mapped_column(Float)
 
     __table_args__ = (
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
@@ -206,6 +216,7 @@ class Entry(Base):
         Index("ix_entries_inflation", "inflation_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_roofline", "roofline_ratio", "id", "flag_count", "gone"),
         Index("ix_entries_decision", "decision_status", "severity_rank"),
+        Index("ix_entries_status", "status", "gone", "confidence"),
     )
 
 

@@ -4,11 +4,13 @@ HTML pages beside pandas.read_html; then `caveat reparse` of the 2,000-row page 
 corrections against none (issue 27: the overhead of applying them, goal < 5 %).
 
 Both documents are served by a local HTTP server, captured into WARC with ``capture_urls``, read back
-with ``load_record``, then timed: ``scrapers.parse`` + ``store_parse`` + commit, on a fresh SQLite
+with ``load_record``, then timed: ``scrapers.parse`` + the learned reader's proposals
+(``app.claims.reader.add_proposals``, as a crawl makes them; ``--no-learned`` leaves them out) +
+``store_parse`` + commit, on a fresh SQLite
 database (first store: every entry new), and again on a second snapshot (every entry unchanged).
 The peer for the table step is ``pandas.read_html`` on the same archived HTML, in the same run.
 
-    .venv/bin/python bench/parse.py [--entries 2000] [--repeat 3]
+    .venv/bin/python bench/parse.py [--entries 2000] [--repeat 3] [--no-learned]
 """
 
 from __future__ import annotations
@@ -80,13 +82,16 @@ def main() -> int:
     ap.add_argument("--entries", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=3, help="best of N")
     ap.add_argument("--no-corpus", action="store_true", help="skip the real-corpus and seed timings")
+    ap.add_argument("--no-learned", action="store_true", help="without the learned reader's proposals")
     ap.add_argument("--corrections", type=int, default=200, help="reviewer corrections in the reparse case")
     ap.add_argument("--only-corrections", action="store_true", help="run only the corrections case")
     args = ap.parse_args()
+    learned_on = not args.no_learned
 
     import pandas
     import scrapers
     from app.capture.http import capture_urls
+    from app.claims.reader import add_proposals
     from app.claims.store import store_parse
     from app.storage.snapshots import load_record
 
@@ -95,7 +100,7 @@ def main() -> int:
         corrections_case(data, args.corrections, args.repeat)
         return 0
     tmp = Path(tempfile.mkdtemp(prefix="caveat-bench-"))
-    settings = Settings(data_dir=tmp, allow_private_addresses=True)
+    settings = Settings(data_dir=tmp, allow_private_addresses=True, learned_proposals=learned_on)
     for d in (settings.warc_dir, settings.index_dir):
         d.mkdir(parents=True, exist_ok=True)
     db = Database(settings)
@@ -118,6 +123,7 @@ def main() -> int:
                 body = stored[kind].body
                 t0 = time.perf_counter()
                 parsed = scrapers.parse(body, kind=kind, content_type=stored[kind].mime, url=urls[kind])
+                add_proposals(settings, parsed, kind=kind, content_type=stored[kind].mime, url=urls[kind])
                 t1 = time.perf_counter()
                 with db.session() as s:
                     src = Source(name=f"{kind}-{rep}", url=urls[kind], kind=kind)
@@ -151,7 +157,8 @@ def main() -> int:
         srv.stop()
         db.dispose()
 
-    print(f"parse + store, SQLite, {args.entries} rows; best of {args.repeat} (first pass, cold caches, in brackets)")
+    print(f"parse + store, SQLite, {args.entries} rows, learned reader {'on' if learned_on else 'off'}; best of "
+          f"{args.repeat} (first pass, cold caches, in brackets)")
     print(f"{'kind':<6} {'entries':>7} {'parse s':>15} {'store s':>15} {'entries/s':>17} {'re-store s':>10}")
     for kind, (n, b, cold) in results.items():
         total = b["parse"] + b["store_new"]
@@ -162,7 +169,7 @@ def main() -> int:
           f"first pass {cold_html[0]:.3f} s); peer pandas.read_html on the same archived table "
           f"{peer:.3f} s for {peer_rows} rows ({peer_rows / peer:,.0f} rows/s)")
     if not args.no_corpus:
-        corpus(args.repeat)
+        corpus(args.repeat, settings)
     corrections_case(data, args.corrections, args.repeat)
     return 0
 
@@ -266,12 +273,13 @@ def _labelled_pages() -> list[tuple[Path, dict]]:
     return pages
 
 
-def corpus(repeat: int) -> None:
-    """The real corpus and the seeds: whole-corpus parse time, seed 002, and the HTML pages beside
-    pandas.read_html (goals: corpus < 2 s, seed 002 < 200 ms)."""
+def corpus(repeat: int, settings) -> None:
+    """The real corpus and the seeds: whole-corpus parse time, seed 002 (with the learned reader's proposals
+    when it is on), and the HTML pages beside pandas.read_html (goals: corpus < 2 s, seed 002 < 200 ms)."""
     import pandas
 
     import scrapers
+    from app.claims.reader import add_proposals
 
     pages = _labelled_pages()
     if not pages:
@@ -294,11 +302,13 @@ def corpus(repeat: int) -> None:
             t = 1e9
             for _ in range(repeat):
                 t0 = time.perf_counter()
-                r = scrapers.parse(b, kind=scrapers.guess_kind(b, lab.get("content_type"))[0],
-                                   content_type=lab.get("content_type"))
+                kind = scrapers.guess_kind(b, lab.get("content_type"))[0]
+                r = scrapers.parse(b, kind=kind, content_type=lab.get("content_type"))
+                add_proposals(settings, r, kind=kind, content_type=lab.get("content_type"))
                 t = min(t, time.perf_counter() - t0)
             goal = " (goal < 200 ms)" if p.name.startswith("002_") else ""
-            print(f"seed {p.name}: {len(b) / 1024:,.0f} KB, {len(r.entries)} entries in {t * 1000:.0f} ms{goal}")
+            print(f"seed {p.name}: {len(b) / 1024:,.0f} KB, {len(r.entries)} entries, {len(r.proposals)} proposals "
+                  f"in {t * 1000:.0f} ms{goal}")
     html = [(p, lab, b) for (p, lab, b), k in zip(docs, kinds) if p.suffix == ".html"]
     ours = peer = 0.0
     peer_tables = ours_entries = 0

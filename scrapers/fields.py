@@ -84,6 +84,9 @@ class ParsedEntry:
     # field -> W3C TextQuoteSelector + TextPositionSelector into ParseResult.text:
     # {"exact", "prefix", "suffix", "start", "end"}; text[start:end] == exact == quotes[field]
     selectors: dict[str, dict] = field(default_factory=dict)
+    # which part chose this entry when it was not the rules: the learned reader's proposal
+    # ({"part": "learned", "model": ..., "model_version": ..., "confidence": ...}); None: the rules
+    chosen_by: dict | None = None
 
     def get(self, name: str, default=None):
         return self.fields.get(name, default)
@@ -96,6 +99,10 @@ class ParseResult:
     warnings: list[str] = field(default_factory=list)   # page-level warnings
     text: str = ""                              # the decoded document every quote and offset refers to
     encoding: str = ""                          # how it was decoded ("utf-8", "cp1252", ...)
+    # (text, blocks) the pipeline segmented, so the learned reader reuses them (scrapers.learned)
+    segmented: tuple | None = field(default=None, repr=False, compare=False)
+    # figures the learned reader proposes (ParsedEntry with chosen_by), stored with status "proposed"
+    proposals: list[ParsedEntry] = field(default_factory=list, compare=False)
 
 PHASES = ("decode", "prefill", "e2e")
 SCOPES = ("per_user", "aggregate")

@@ -37,6 +37,8 @@ def read_document(text: str, result: ParseResult, *, base: dict | None = None,
     t0 = time.monotonic()
     if blocks is None:
         blocks = segment(text, result.warnings)
+    if result.segmented is None:
+        result.segmented = (text, blocks)
     page = context.Page(text, blocks)
     drafts: list[tuple[Draft, Block | None]] = []
     seen: list[tuple[int, str]] = []

@@ -21,6 +21,8 @@ def entries(
     flagged: bool | None = Query(None, description="true: at least one flag that counts; false: none."),
     severity: str | None = Query(None, description="critical, high, medium or low."),
     rule: str | None = Query(None, description="A rule id, e.g. full_acceptance."),
+    status: str | None = Query(None, description="read (the default), proposed (the learned reader's "
+                               "proposals, most confident first) or any."),
     include_gone: bool = False,
     limit: int = Query(50, ge=1, le=MAX_LIMIT),
     offset: int = Query(0, ge=0),
@@ -28,7 +30,7 @@ def entries(
 ) -> dict:
     found = list_entries(session, request.app.state.settings, source=source, model=model, recipe_id=recipe_id,
                          flagged=flagged, severity=severity, rule=rule, include_gone=include_gone,
-                         limit=limit, offset=offset)
+                         limit=limit, offset=offset, status=status)
     items = with_measurements(session, request, found["entries"])
     return page(request, "entries", items, total=found["total"], limit=limit, offset=offset)
 

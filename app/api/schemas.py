@@ -139,6 +139,14 @@ class EntryBody(Open):
     measurement: MeasurementRef | None = Field(None, description="With basis measured: the measurement it rests on.")
     flags: list[EntryFlag]
     gone: bool
+    status: Literal["read", "proposed"] = Field(
+        "read", description="read: the rules read it (or a reviewer added it); proposed: the learned reader "
+        "proposes it, never quoted until a reviewer confirms it.")
+    confidence: float | None = Field(None, description="A proposal's confidence, 0..1.")
+    chosen_by: dict[str, Any] | None = Field(
+        None, description="Which part chose the entry: {part: rules | learned | reviewer, ...}; learned names "
+        "the model and its version.")
+    evidence: str | None = Field(None, description="A proposal's evidence: the words around its figure.")
 
 
 class EntryList(Page):

@@ -73,7 +73,7 @@ def _page_singles(session: Session, source_ids: set[int]) -> dict[int, tuple[int
     out: dict[int, tuple[int, set]] = {sid: (0, set()) for sid in source_ids}
     for part in chunked(sorted(source_ids), CHUNK):
         q = select(Entry.source_id, Entry.id, Entry.concurrency).where(Entry.source_id.in_(part),
-                                                                         Entry.gone.is_(False))
+                                                                         Entry.gone.is_(False), Entry.status == "read")
         for sid, eid, conc in session.execute(q):
             if _single(conc):
                 n, ids = out.get(sid, (0, set()))
@@ -249,8 +249,8 @@ def _with_recipes(session: Session, entry_ids) -> tuple[list[Entry], list[str]]:
     if not ids:
         return [], []
     seeds: list[Entry] = []
-    for part in chunked(ids, CHUNK):
-        seeds += session.scalars(select(Entry).where(Entry.id.in_(part))).all()
+    for part in chunked(ids, CHUNK):   # a proposal is never audited: it is nothing read yet
+        seeds += session.scalars(select(Entry).where(Entry.id.in_(part), Entry.status == "read")).all()
     recipe_ids = sorted({e.recipe_id for e in seeds if e.recipe_id})
     entries = {e.id: e for e in seeds}
     others: list[int] = []
@@ -277,7 +277,7 @@ def audit_all(session: Session, settings: Settings) -> dict:
     for part in chunked(rids, 200):
         for k, v in audit_recipes(session, settings, part).items():
             total[k] += v
-    loose = list(session.scalars(select(Entry.id).where(Entry.recipe_id.is_(None))))
+    loose = list(session.scalars(select(Entry.id).where(Entry.recipe_id.is_(None), Entry.status == "read")))
     for part in chunked(loose, CHUNK):
         for k, v in audit_entries(session, settings, part).items():
             total[k] += v

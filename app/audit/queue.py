@@ -12,6 +12,9 @@
   memory-bandwidth bound first: a per-user decode figure over its bound, ``entries.roofline_ratio``;
   entries without a bound last). Each reads an index in order (``ix_entries_queue``,
   ``ix_entries_inflation``, ``ix_entries_roofline``), so a deep page costs an index walk, not a sort.
+- ``status=proposed``: instead of the flagged entries, the learned reader's proposals still on their page
+  (``entries.status``), most confident first (``ix_entries_status``); each row carries its ``status`` and
+  ``confidence``, and every page says how many proposals wait (``proposals``).
 - Pages of ``PER_PAGE`` (50) rows, ``page`` counted from 1.
 - ``counts``: for each filter, how many queued entries have each value, given the *other* filters.
   They are computed with grouped queries and kept in a small in-process cache keyed by the filters
@@ -39,6 +42,7 @@ SEVERITY_VALUES = {"critical": 4, "high": 3, "medium": 2, "low": 1, "none": 0}
 RANK_NAMES = {v: k for k, v in SEVERITY_VALUES.items()}
 DECISIONS = ("pending", "decided")
 SORTS = ("severity", "inflation", "roofline")
+STATUSES = ("proposed",)
 MAX_PAGE = 100_000
 TOP_MODELS = 30
 _CACHE_SIZE = 256
@@ -53,6 +57,7 @@ class QueueFilters:
     decision: str | None = None
     sort: str = "severity"
     page: int = 1
+    status: str | None = None      # None: flagged entries; "proposed": the learned reader's proposals
 
     def params(self, **changes) -> dict:
         """Query parameters for a link to this queue with ``changes`` applied (page reset unless given)."""
@@ -69,7 +74,10 @@ def check_filters(f: QueueFilters) -> QueueFilters:
         return v or None
 
     f = replace(f, severity=clean(f.severity), rule=clean(f.rule), source=clean(f.source), model=clean(f.model),
-                decision=clean(f.decision), sort=clean(f.sort) or "severity")
+                decision=clean(f.decision), sort=clean(f.sort) or "severity", status=clean(f.status))
+    if f.status is not None and f.status.lower() not in STATUSES:
+        raise BadRequest(f"Unknown status {f.status!r}: use proposed (the learned reader's proposals), or leave it "
+                         "out for the flagged entries.")
     if f.severity is not None and f.severity.lower() not in SEVERITY_VALUES:
         raise BadRequest(f"Unknown severity {f.severity!r}: use one of {', '.join(SEVERITY_VALUES)}.")
     if f.decision is not None and f.decision.lower() not in DECISIONS:
@@ -79,11 +87,15 @@ def check_filters(f: QueueFilters) -> QueueFilters:
     if not 1 <= f.page <= MAX_PAGE:
         raise BadRequest(f"page must be between 1 and {MAX_PAGE}.")
     return replace(f, severity=f.severity.lower() if f.severity else None,
-                   decision=f.decision.lower() if f.decision else None)
+                   decision=f.decision.lower() if f.decision else None,
+                   status=f.status.lower() if f.status else None)
 
 
 def _conditions(session: Session, f: QueueFilters, skip: str | None = None) -> list:
-    conds = [Entry.flag_count > 0, Entry.gone.is_(False)]
+    if f.status == "proposed":   # proposals carry no flags: the queue lists them by confidence
+        conds = [Entry.status == "proposed", Entry.gone.is_(False)]
+    else:
+        conds = [Entry.flag_count > 0, Entry.gone.is_(False)]
     if f.severity is not None and skip != "severity":
         conds.append(Entry.severity_rank == SEVERITY_VALUES[f.severity])
     if f.decision is not None and skip != "decision":
@@ -100,12 +112,14 @@ def _conditions(session: Session, f: QueueFilters, skip: str | None = None) -> l
     return conds
 
 
-def _order(session: Session, sort: str) -> list:
+def _order(session: Session, sort: str, status: str | None = None) -> list:
     pg = session.get_bind().dialect.name == "postgresql"
 
     def desc(col):
         return col.desc().nulls_last() if pg else col.desc()  # SQLite puts NULLs last in DESC already
 
+    if status == "proposed":
+        return [desc(Entry.confidence), Entry.id.desc()]
     if sort == "inflation":
         return [desc(Entry.inflation_ratio), Entry.id.desc()]
     if sort == "roofline":
@@ -213,7 +227,7 @@ class QueueState:
 
     url: str
     fingerprint: tuple
-    rows: dict  # entry id -> (flag_count, gone, severity_rank, decision_status, source_id, model, active rules)
+    rows: dict  # entry id -> (flag_count, gone, severity_rank, decision_status, source_id, model, status, active rules)
 
 
 def affected_entries(session: Session, entry_id: int) -> list[int]:
@@ -228,7 +242,7 @@ def state_of(session: Session, entry_ids: list[int]) -> QueueState:
     rows: dict[int, list] = {}
     for part in [entry_ids[i:i + 500] for i in range(0, len(entry_ids), 500)]:
         q = select(Entry.id, Entry.flag_count, Entry.gone, Entry.severity_rank, Entry.decision_status,
-                   Entry.source_id, Entry.model).where(Entry.id.in_(part))
+                   Entry.source_id, Entry.model, Entry.status).where(Entry.id.in_(part))
         for eid, *values in session.execute(q):
             rows[eid] = values + [set()]
         for eid, rule in session.execute(select(Flag.entry_id, Flag.rule).where(Flag.entry_id.in_(part),
@@ -240,8 +254,13 @@ def state_of(session: Session, entry_ids: list[int]) -> QueueState:
 
 
 def _passes(row: tuple, f: QueueFilters, source_id, skip: str) -> bool:
-    flag_count, gone, rank, decision, src, model, rules = row
-    if not (flag_count and flag_count > 0) or gone:
+    flag_count, gone, rank, decision, src, model, status, rules = row
+    if gone:
+        return False
+    if f.status == "proposed":
+        if status != "proposed":
+            return False
+    elif not (flag_count and flag_count > 0):
         return False
     return ((f.severity is None or skip == "severity" or rank == SEVERITY_VALUES[f.severity])
             and (f.decision is None or skip == "decision" or decision == f.decision)
@@ -258,7 +277,7 @@ def _shift(t: dict[str, Counter], f: QueueFilters, source_id, row: tuple | None,
         if _passes(row, f, source_id, name):
             t[name][value] += sign
     if _passes(row, f, source_id, "rule"):
-        for rule in row[6]:
+        for rule in row[7]:
             t["rule"][rule] += sign
 
 
@@ -316,6 +335,7 @@ def _row(e: Entry, source: str | None, flags: list[dict]) -> dict:
         "headline_tps": e.headline_tps, "working_tps": e.working_tps, "basis": e.basis,
         "inflation_ratio": e.inflation_ratio, "roofline_ratio": e.roofline_ratio, "severity": e.max_severity, "decision_status": e.decision_status,
         "flag_count": e.flag_count, "open_flag_count": e.open_flag_count, "recipe_id": e.recipe_id,
+        "status": e.status, "confidence": e.confidence,
         "flags": [{"rule": x["rule"], "severity": x["severity"], "status": x["status"]} for x in flags],
     }
 
@@ -327,7 +347,7 @@ def review_queue(session: Session, settings: Settings, f: QueueFilters) -> dict:
     # The severity counts apply every other filter, so they hold the total without another count.
     total = sum(c["count"] for c in counts["severity"] if f.severity is None or c["value"] == f.severity)
     pages = max(1, -(-total // PER_PAGE))
-    ids = list(session.scalars(select(Entry.id).where(*conds).order_by(*_order(session, f.sort))
+    ids = list(session.scalars(select(Entry.id).where(*conds).order_by(*_order(session, f.sort, f.status))
                                .limit(PER_PAGE).offset((f.page - 1) * PER_PAGE)))
     rows: list[dict] = []
     if ids:
@@ -339,9 +359,15 @@ def review_queue(session: Session, settings: Settings, f: QueueFilters) -> dict:
         "filters": {k: v for k, v in asdict(f).items() if k not in ("page",)},
         "page": f.page, "per_page": PER_PAGE, "pages": pages, "total": total,
         "entries": rows, "counts": counts,
+        # the learned reader's proposals waiting for a reviewer (listed with status=proposed)
+        "proposals": {"count": _proposals(session), "link": filter_link(QueueFilters(), status="proposed")},
         "next_page": f.page + 1 if f.page < pages else None,
         "prev_page": f.page - 1 if f.page > 1 else None,
     }
+
+
+def _proposals(session: Session) -> int:
+    return session.scalar(select(func.count()).where(Entry.status == "proposed", Entry.gone.is_(False))) or 0
 
 
 def filter_link(f: QueueFilters, fmt: str = "", **changes) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sqlalchemy import String, bindparam, cast, exists, func, or_, select, text
+from sqlalchemy import String, and_, bindparam, cast, exists, func, or_, select, text
 from sqlalchemy.orm import Session
 
 from app.config import Settings
@@ -27,14 +27,25 @@ from app.audit.answer import (  # noqa: F401  (re-exported: quotable.<name> is t
 )
 from app.audit.engine import audit_recipes
 from app.audit.rules import RULESET_VERSION
-from app.claims.identity import norm_token
+from app.claims.identity import model_key, norm_token
 from scrapers.fields import PHASES, SCOPES
 
 def _recipe(session: Session, recipe_id: str) -> Recipe:
-    recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
+    recipe = resolve(session, recipe_id)
     if recipe is None:
         raise NotFound(f"No recipe {recipe_id!r}. Recipe ids look like 'r-0123456789ab'; find one with "
                        "`caveat quote MODEL` or GET /api/quotable?model=...")
+    return recipe
+
+
+def resolve(session: Session, recipe_id: str) -> Recipe | None:
+    """The recipe ``recipe_id`` names: itself, or the one it was merged into when model keys came
+    (``recipes.merged_into``, followed a few steps at most), so an old id in a citation still answers."""
+    recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
+    for _ in range(4):
+        if recipe is None or not recipe.merged_into:
+            break
+        recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe.merged_into)) or recipe
     return recipe
 
 
@@ -105,9 +116,10 @@ _RAW_MANY = text("SELECT recipe_id, CAST(quotable AS TEXT) FROM recipes WHERE re
 def list_quotable(session: Session, settings: Settings, *, model: str | None = None, hardware: str | None = None,
                   engine: str | None = None, q: str | None = None, limit: int = MAX_LIST,
                   offset: int = 0) -> tuple[list[dict], int]:
-    """One page of answers and the number of matches. ``model``, ``hardware`` and ``engine`` match the
-    whole name, any case (as everywhere in the API); ``q`` matches words anywhere in them (as
-    `caveat quote` does)."""
+    """One page of answers and the number of matches. ``model`` matches the model key (``model_key``: case,
+    separators, the organisation, a quantization tail and a final -Instruct do not matter); ``hardware`` and
+    ``engine`` match the whole name, any case (as everywhere in the API); ``q`` matches words anywhere in
+    them, or the model key of all its words together (as `caveat quote` does)."""
     if not (model or hardware or engine or (q and q.strip())):
         raise BadRequest("Give at least one of model=, hardware=, engine= (whole names, any case) or q= "
                          "(words anywhere in them), e.g. /api/quotable?q=llama+8b.")
@@ -116,11 +128,13 @@ def list_quotable(session: Session, settings: Settings, *, model: str | None = N
     if offset < 0:
         raise BadRequest("offset must be 0 or more.")
     query = select(Recipe).where(_has_entries())
-    for col, value in ((Recipe.model, model), (Recipe.hardware, hardware), (Recipe.engine, engine)):
+    if model:
+        query = query.where(or_(Recipe.model_key == model_key(model), func.lower(Recipe.model) == model.strip().lower()))
+    for col, value in ((Recipe.hardware, hardware), (Recipe.engine, engine)):
         if value:
             query = query.where(func.lower(col) == value.strip().lower())
-    for word in (q or "").lower().split():
-        query = query.where(_haystack().contains(word, autoescape=True))
+    if q and q.strip():
+        query = query.where(_words_or_key(q))
     total = session.scalar(select(func.count()).select_from(query.subquery()))
     recipes = list(session.scalars(query.order_by(Recipe.model, Recipe.hardware, Recipe.recipe_id)
                                    .limit(limit).offset(offset)))
@@ -136,7 +150,16 @@ def _has_entries():
 
 def _haystack():
     return func.lower(func.coalesce(Recipe.model, "") + " " + func.coalesce(Recipe.hardware, "") + " "
-                      + func.coalesce(cast(Recipe.gpu_count, String), "") + " " + func.coalesce(Recipe.engine, ""))
+                      + func.coalesce(cast(Recipe.gpu_count, String), "") + " " + func.coalesce(Recipe.engine, "")
+                      + " " + func.coalesce(Recipe.model_key, ""))
+
+
+def _words_or_key(query: str):
+    """Every word in the model, hardware, GPU count, engine or model key; or the whole query's model key is
+    the recipe's (``qwen3 30B.A3B`` finds ``Qwen3-30B-A3B``)."""
+    words = [_haystack().contains(w, autoescape=True) for w in query.lower().split()]
+    key = model_key(query)
+    return or_(and_(*words), Recipe.model_key == key) if key else and_(*words)
 
 
 def find(session: Session, settings: Settings, query: str, limit: int = 20) -> list[tuple[Recipe, dict]]:
@@ -147,10 +170,7 @@ def find(session: Session, settings: Settings, query: str, limit: int = 20) -> l
     if query.startswith("r-") and " " not in query:
         recipe = _recipe(session, query)
         return [(recipe, get_quotable(session, settings, recipe.recipe_id))]
-    hay = _haystack()
-    q = select(Recipe).where(_has_entries())
-    for word in query.lower().split():
-        q = q.where(or_(hay.contains(word, autoescape=True)))
+    q = select(Recipe).where(_has_entries(), _words_or_key(query))
     recipes = list(session.scalars(q.order_by(Recipe.model, Recipe.recipe_id).limit(limit)))
     if not recipes:
         raise NotFound(f"No recipe matches {query!r}. Try fewer words, e.g. just the model name.")

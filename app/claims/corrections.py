@@ -5,10 +5,13 @@ the snapshot's decoded text (W3C TextQuoteSelector ``exact``/``prefix``/``suffix
 TextPositionSelector ``start``/``end``), never a database id, so it applies to whatever entry a later
 parser produces for that occurrence:
 
-- ``fix``: set fields of the entry whose headline figure is that occurrence;
+- ``fix``: set fields of the entry whose headline figure is that occurrence (at a figure the learned reader
+  proposes, it confirms the proposal with those fields, as ``add`` does);
 - ``add``: a figure the parser missed; the entry stays when no parser reads it (when one does, the
-  reviewer's fields are applied to the parser's entry instead, so there is never a duplicate);
-- ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone);
+  reviewer's fields are applied to the parser's entry instead, so there is never a duplicate); at a figure
+  the learned reader proposes, it confirms the proposal: the reviewer's entry starts from its fields;
+- ``reject``: "not a claim": the entry is left out of every later parse (it is marked gone); at a proposal's
+  figure, the proposal is dropped;
 - ``clause``: a reviewer's reading of one clause of the entry's notes (issue 25): ``benign``, or a
   ``condition`` naming the rule it raises. It is carried in the entry's ``clause_reviews`` field, which the
   audit's clause reader (``app.audit.rules.clauses``) takes over its own reading of that clause;
@@ -208,6 +211,7 @@ class Applied:
     identity: list[dict]                                     # fields each row's entry key is computed from
     reviewed: dict[int, dict] = field(default_factory=dict)  # row -> field -> reviewer provenance
     problems: list[str] = field(default_factory=list)
+    proposals: list = field(default_factory=list)            # the learned reader's, less confirmed and rejected ones
 
 
 def for_snapshot(session: Session, snapshot: Snapshot) -> list[Correction]:
@@ -229,11 +233,23 @@ def _note(c: Correction, was=None) -> dict:
     return out
 
 
-def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] | None = None) -> Applied | None:
-    """``result`` with the corrections of ``snapshot`` applied (None when there are none)."""
+def _position(pe) -> tuple[int, int] | None:
+    s = (pe.selectors or {}).get("headline_tps")
+    return (s["start"], s["end"]) if s and isinstance(s.get("start"), int) and isinstance(s.get("end"), int) else None
+
+
+def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] | None = None,
+          proposals: list | None = None) -> Applied | None:
+    """``result`` with the corrections of ``snapshot`` applied (None when there are none).
+
+    ``proposals``: the learned reader's (``ParsedEntry`` with ``chosen_by``). An ``add`` at a proposal's
+    figure confirms it: the reviewer's entry starts from the proposal's fields (the reviewer's own fields
+    win) and keeps who proposed it; a ``reject`` there drops it. Either way it is no longer a proposal."""
     rows = for_snapshot(session, snapshot) if rows is None else rows
     if not rows:
         return None
+    proposed_at = {pos: pe for pe in (proposals or []) if (pos := _position(pe)) is not None}
+    rejected_at: set[tuple[int, int]] = set()
     text = getattr(result, "text", "") or ""
     entries = [copy.copy(pe) for pe in result.entries]
     identity = [dict(pe.fields) for pe in entries]
@@ -254,11 +270,13 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
         targets = at.get(pos, [])
         if c.kind == "reject":
             rejected.update(targets)
+            rejected_at.add(pos)
             continue
-        if not targets and c.kind == "add":
-            pe = _added(text, pos, c)
+        if not targets and (c.kind == "add" or (c.kind == "fix" and pos in proposed_at)):
+            pe = _added(text, pos, c, proposed_at.get(pos))
             entries.append(pe)
-            identity.append({**pe.fields, "label": f"added {c.citation_id} {pos[0]}"})
+            # its identity is the figure and where the reviewer added it (not a proposal's names)
+            identity.append({"headline_tps": pe.fields["headline_tps"], "label": f"added {c.citation_id} {pos[0]}"})
             at[pos] = [len(entries) - 1]
             applied.reviewed[len(entries) - 1] = {"headline_tps": _note(c)}
             targets = at[pos]
@@ -281,6 +299,7 @@ def apply(session: Session, snapshot: Snapshot, result, rows: list[Correction] |
     applied.result = dataclasses.replace(result, entries=[entries[i] for i in keep])
     applied.identity = [identity[i] for i in keep]
     applied.reviewed = {keep.index(i): v for i, v in applied.reviewed.items() if i in keep}
+    applied.proposals = [pe for pe in (proposals or []) if _position(pe) not in at and _position(pe) not in rejected_at]
     return applied
 
 
@@ -298,7 +317,8 @@ def _read_clause(pe: ParsedEntry, notes: dict, c: Correction) -> None:
     notes["clause_reviews"] = _note(c)
 
 
-def _added(text: str, pos: tuple[int, int], c: Correction) -> ParsedEntry:
+def _added(text: str, pos: tuple[int, int], c: Correction, proposal: ParsedEntry | None = None) -> ParsedEntry:
+    """The entry of an ``add``: the figure at ``pos``; a proposal's fields when it confirms one."""
     start, end = pos
     line_a = text.rfind("\n", 0, start) + 1
     line_b = text.find("\n", end)
@@ -306,8 +326,13 @@ def _added(text: str, pos: tuple[int, int], c: Correction) -> ParsedEntry:
     exact = text[start:end]
     sel = {"exact": exact, "prefix": text[max(0, start - 32):start], "suffix": text[end:end + 32],
            "start": start, "end": end}
-    return ParsedEntry(fields={"headline_tps": figure_of(exact)}, quotes={"headline_tps": exact},
-                       context=context, selectors={"headline_tps": sel})
+    fields = {"headline_tps": figure_of(exact)}
+    chosen_by = {"part": "reviewer", "correction": c.id}
+    if proposal is not None:
+        fields = {**proposal.fields, **fields}
+        chosen_by["proposed_by"] = proposal.chosen_by
+    return ParsedEntry(fields=fields, quotes={"headline_tps": exact}, context=context,
+                       selectors={"headline_tps": sel}, chosen_by=chosen_by)
 
 
 # -- the WARC record and the row --------------------------------------------------------------------

@@ -69,6 +69,48 @@ def norm_model(value: Any) -> str | None:
     return text.strip("-") or None
 
 
+# A quantization or packaging written as the tail of a model name ("-AWQ", "-FP8", "-Q4_K_M", "-GGUF",
+# "-4.0bpw", "-bnb-4bit"): moved out of the model key (into the recipe's quantization when the row states none)
+_QUANT = (r"(?:i?q[1-8](?:_[0-9a-z]{1,2}){0,3}|awq|gptq(?:[-_]int[48])?|fp8(?:[-_]dynamic)?|fp16|bf16|f16|f32|"
+          r"int[48]|w[48]a(?:8|16)|nvfp4|mxfp4|fp4|exl2|exl3|gguf|mlx|hqq|marlin|\d(?:\.\d+)?[-_]?bpw|[248][-_]?bits?|"
+          r"bnb[-_]4bits?)")
+_QUANT_TAIL = re.compile(rf"(?:[\s_.\-]+|^)\(?({_QUANT})\)?$", re.I)
+_PACKAGING = {"gguf", "mlx", "exl2", "exl3"}     # a file format, not a precision: dropped, never a quantization
+_LETTER_DOT = re.compile(r"\.(?!\d)|(?<!\d)\.")   # a dot that is not a decimal point ("30B.A3B", not "3.1")
+# "-Instruct" (and Gemma's "-it" after a size) at the very end: the chat tune of the same weights' architecture
+_INSTRUCT_TAIL = re.compile(r"-(?:instruct|(?<=\db-)it)$")
+
+
+@lru_cache(maxsize=65536)
+def split_model(value: Any) -> tuple[str | None, str | None]:
+    """``(model_key, quantization tail)`` of a model name (docs/claims.md, "Model keys")."""
+    text = norm_text(value)
+    if text is None:
+        return None, None
+    text = text.rsplit("/", 1)[-1]      # the organisation: "Qwen/Qwen3-30B-A3B" is "Qwen3-30B-A3B"
+    quant = None
+    while True:
+        m = _QUANT_TAIL.search(text)
+        if not m or m.start() == 0:
+            break
+        tail = m.group(1)
+        if tail.replace("-", "").replace("_", "") not in _PACKAGING and quant is None:
+            quant = tail
+        text = text[:m.start()]
+    text = _LETTER_DOT.sub("-", text)
+    text = re.sub(r"[\s_\-]+", "-", text).strip("-")
+    text = _INSTRUCT_TAIL.sub("", text)
+    return (text or None), quant
+
+
+def model_key(value: Any) -> str | None:
+    """The model a name means, for grouping recipes and looking them up: case, separators (space, ``_``,
+    ``-``, a dot between letters), the organisation prefix, a quantization tail and a final ``-Instruct``
+    do not matter. ``Qwen3-30B-A3B``, ``qwen3 30B.A3B`` and ``Qwen/Qwen3-30B-A3B-Instruct`` are
+    ``qwen3-30b-a3b``; ``Qwen3-30B-A3B-Instruct-2507`` and ``Qwen3-30B-A3B-Base`` are not."""
+    return split_model(value)[0]
+
+
 def norm_hardware(value: Any) -> str | None:
     text = norm_text(value)
     if text is None:
@@ -198,6 +240,24 @@ def entry_keys(rows: Iterable[dict], key_columns: Iterable[str] | None = None) -
     return keys
 
 
+PROPOSAL_FIELDS = ("model", "test", "phase", "headline_tps")
+
+
+def proposal_keys(rows: Iterable[dict], model_version: Iterable[str | None]) -> list[str]:
+    """``entry_key`` of the learned reader's proposals: ``p`` + 31 hex over the figure, its model, test and
+    phase and the version of the model that proposed it, + ``:`` + ordinal. Never a key of the rules' rows
+    (those are all hex), so a proposal never takes a read entry's place; another model's proposal is
+    another proposal (its own entry, its own ``chosen_by``)."""
+    seen: dict[str, int] = {}
+    keys = []
+    for fields, version in zip(rows, model_version):
+        ident = "p" + _digest({**{k: normalise(k, fields.get(k)) for k in PROPOSAL_FIELDS}, "by": version})[:31]
+        n = seen.get(ident, 0)
+        seen[ident] = n + 1
+        keys.append(f"{ident}:{n}")
+    return keys
+
+
 def _scenario_label(label: str) -> bool:
     """A row or group label that names a configuration ("fp8 KV", "Estonia suite", "c2, 5 runs"), not
     the sentence a prose figure came from: short, few words, no sentence punctuation."""
@@ -252,8 +312,14 @@ def _recipe_label(fields: dict) -> str | None:
 
 
 def recipe_key(fields: dict, key_columns: Iterable[str] | None = None) -> dict | None:
-    """The normalised configuration of a row, or None when it names neither model nor hardware."""
+    """The normalised configuration of a row, or None when it names neither model nor hardware. Its model is
+    the ``model_key``; a quantization written as the model name's tail is the quantization when the row
+    states none."""
     key = {k: normalise(k, fields.get(k)) for k in RECIPE_FIELDS + SCOPE_FIELDS}
+    mkey, quant = split_model(fields.get("model")) if fields.get("model") is not None else (None, None)
+    key["model"] = mkey
+    if key.get("quantization") is None and quant:
+        key["quantization"] = norm_token(quant)
     if ordinal_label(fields.get("label")):
         key["label"] = None     # a rank or position: which row it is today, not what was run
     elif key.get("label") and (not _scenario_label(str(fields.get("label"))) or _column_name(fields)):

@@ -25,7 +25,7 @@ from sqlalchemy.orm import Session
 from app.db import chunked
 from app.models import Entry, EntryVersion, Recipe, Snapshot, Source, utcnow
 from app.claims import corrections
-from app.claims.identity import entry_keys, recipe_id_for, recipe_key
+from app.claims.identity import entry_keys, proposal_keys, recipe_id_for, recipe_key
 
 # Entry columns that mirror the current version's fields (for filters and sorting).
 DENORMALISED = {
@@ -46,7 +46,10 @@ class StoreSummary:
     gone: int = 0
     parsed: int = 0
     warnings: list[str] = field(default_factory=list)
-    entry_ids: list[int] = field(default_factory=list)  # every entry seen in this snapshot
+    entry_ids: list[int] = field(default_factory=list)  # every entry the rules read in this snapshot
+    proposed: int = 0                                   # the learned reader's proposals stored from it
+    proposed_new: int = 0                               # ... of which first seen now
+    proposal_ids: list[int] = field(default_factory=list)
 
     def add(self, other: "StoreSummary") -> None:
         self.new += other.new
@@ -56,6 +59,9 @@ class StoreSummary:
         self.parsed += other.parsed
         self.warnings += other.warnings
         self.entry_ids = list(dict.fromkeys(self.entry_ids + other.entry_ids))
+        self.proposed_new += other.proposed_new
+        if other.parsed or other.proposed:     # the newest snapshot's proposals are what stands
+            self.proposed, self.proposal_ids = other.proposed, list(other.proposal_ids)
 
 
 @dataclass
@@ -196,7 +202,7 @@ def _ensure_recipes(session: Session, recipes: dict[str, tuple[dict, dict]]) -> 
     now = utcnow()
     rows = [
         {"recipe_id": rid, "key": key, "model": cols["model"], "hardware": cols["hardware"],
-         "gpu_count": cols["gpu_count"], "engine": cols["engine"], "created_at": now}
+         "gpu_count": cols["gpu_count"], "engine": cols["engine"], "created_at": now, "model_key": key.get("model")}
         for rid, (key, cols) in recipes.items() if rid not in existing
     ]
     if rows:
@@ -223,40 +229,60 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
     or at this snapshot's, never missing."""
     source_id = source.id if source is not None else None
     state = state or SourceState.load(session, source_id)
-    # reviewers' corrections of this snapshot's figures (app/claims/corrections.py), applied to every parse
-    applied = corrections.apply(session, snapshot, result) if source_id is not None else None
+    proposals = list(getattr(result, "proposals", None) or [])
+    # reviewers' corrections of this snapshot's figures (app/claims/corrections.py), applied to every parse;
+    # an `add` at a proposal's figure confirms it, a `reject` there drops it
+    applied = corrections.apply(session, snapshot, result, proposals=proposals) if source_id is not None else None
     result = applied.result if applied else result
+    if applied:
+        proposals = applied.proposals
     summary = StoreSummary(parsed=len(result.entries))
     summary.warnings += [f"page: {w}" for w in result.warnings]
     if applied:
         summary.warnings += [f"page: {w}" for w in applied.problems]
-    if not result.entries:
+    if not result.entries and not proposals:
+        # nothing read and nothing proposed: the rules' entries stay; proposals not made again go
+        stale = [k for key, k in state.known.items() if key.startswith("p") and not k.gone]
+        for part in chunked([k.entry_id for k in stale], CHUNK):
+            session.execute(update(Entry).where(Entry.id.in_(part)).values(gone=True, updated_at=utcnow()))
+        for k in stale:
+            k.gone = True
         return summary
 
     order = (snapshot.timestamp, snapshot.id)
     parser = parser or f"{result.kind}"
     now = utcnow()
-    cleaned = [_clean(pe.fields) for pe in result.entries]
+    n_read = len(result.entries)
+    items = list(result.entries) + proposals     # the rules' entries (status "read"), then the proposals
+    cleaned = [_clean(pe.fields) for pe in items]
     # an entry's identity is the parser's reading, so a corrected field keeps the entry (and its id); a board's
     # own key columns (`caveat source add --key`) and the cells no field took take part in it
     key_columns = list(getattr(source, "key_columns", None) or ())
-    identity = [_clean(f) for f in applied.identity] if applied else cleaned
+    identity = [_clean(f) for f in applied.identity] if applied else cleaned[:n_read]
     keys = entry_keys([{**flds, "_extra": pe.extra or {}} for flds, pe in zip(identity, result.entries)], key_columns)
+    keys += proposal_keys(cleaned[n_read:], [(pe.chosen_by or {}).get("model_version") for pe in proposals])
     reviewed = applied.reviewed if applied else {}
     seen_ids: list[int] = []
+    proposal_ids: list[int] = []
 
     def store_rows(lo: int, hi: int) -> None:
         recipes: dict[str, dict] = {}
 
         new_entries, new_versions, changed_updates, touched_known = [], [], [], []
         for i in range(lo, hi):
-            key, pe, flds = keys[i], result.entries[i], cleaned[i]
+            key, pe, flds = keys[i], items[i], cleaned[i]
+            proposed = i >= n_read
             warnings = list(pe.warnings)
             cols = denormalised(flds, warnings)
-            rkey = recipe_key({**flds, "_extra": pe.extra or {}}, key_columns)
-            rid = recipe_id_for(rkey) if rkey else None
-            if rid and rid not in recipes:
-                recipes[rid] = (rkey, cols)
+            if proposed:       # never in a recipe, never audited, nothing to quote until a reviewer confirms it
+                rid = None
+                cols.update(_proposal_columns(pe))
+            else:
+                rkey = recipe_key({**flds, "_extra": pe.extra or {}}, key_columns)
+                rid = recipe_id_for(rkey) if rkey else None
+                if rid and rid not in recipes:
+                    recipes[rid] = (rkey, cols)
+                cols["status"] = "read"
             label = flds.get("model") or flds.get("label") or f"row {i + 1}"
             summary.warnings += [f"entry {i + 1} ({label}): {w}" for w in warnings]
             extra = _clean(pe.extra or {})
@@ -268,9 +294,14 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
                 provenance["_selectors"] = {k: v for k, v in selectors.items() if k in provenance}
             if i in reviewed:  # field -> who corrected it, when, why, and what the parser read
                 provenance["_reviewer"] = reviewed[i]
+            if pe.chosen_by:   # not the rules: the learned reader (a proposal) or a reviewer's add
+                provenance["_chosen_by"] = pe.chosen_by
             version = {"snapshot_id": snapshot.id, "fields": flds, "provenance": provenance, "extra": extra or None,
                        "warnings": warnings or None, "parser": parser, "created_at": now}
             known = state.known.get(key)
+            if proposed:
+                summary.proposed += 1
+                summary.proposed_new += known is None
             if known is None:
                 new_entries.append(({"source_id": source_id, "entry_key": key, "recipe_id": rid,
                                      "first_snapshot_id": snapshot.id, "last_snapshot_id": snapshot.id,
@@ -280,7 +311,8 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             touched_known.append(known)
             base = known.as_of(order)
             if base is not None and base.fields == flds and base.extra == extra:
-                summary.unchanged += 1
+                if not proposed:
+                    summary.unchanged += 1
                 continue
             current = known.current()
             prev = base or current  # what this snapshot's reading replaces
@@ -290,7 +322,8 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
                 version["changed_fields"] = {**(version["changed_fields"] or {}), "extra": [prev.extra, extra]}
             new_versions.append((version, known, flds, extra))
             changed_updates.append({"id": known.entry_id, "recipe_id": rid, "updated_at": now, **cols})
-            summary.changed += 1
+            if not proposed:
+                summary.changed += 1
 
         _ensure_recipes(session, recipes)
 
@@ -298,15 +331,18 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
         if new_entries:
             ids: dict[str, int] = {}
             for part in chunked(new_entries, CHUNK):
-                rows = session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
-                                       [row for row, *_ in part])
-                ids.update(rows.all())
+                # one INSERT takes rows of one shape: the rules' rows, then the proposals (their own columns)
+                for shape in ("read", "proposed"):
+                    rows = [row for row, *_ in part if row["status"] == shape]
+                    if rows:
+                        ids.update(session.execute(insert(_ENTRIES).returning(_ENTRIES.c.entry_key, _ENTRIES.c.id),
+                                                   rows).all())
             for _row, version, key, flds, extra in new_entries:
                 version.update(entry_id=ids[key], version_no=1, changed_fields=None)
                 known = _Known(ids[key], False, [])
                 state.known[key] = known
                 new_versions.append((version, known, flds, extra))
-            summary.new += len(new_entries)
+            summary.new += sum(1 for row, *_ in new_entries if row["status"] == "read")
 
         # One version per entry per snapshot, so entry_id maps each returned id to its version.
         current_updates = []
@@ -324,7 +360,9 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             for part in chunked(list(by_id.values()), CHUNK):
                 _bulk_update(session, part)
 
-        seen_ids.extend([k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries])
+        touched = [k.entry_id for k in touched_known] + [state.known[k].entry_id for _r, _v, k, _f, _e in new_entries]
+        seen_ids.extend(touched)
+        proposal_ids.extend(state.known[keys[i]].entry_id for i in range(max(lo, n_read), hi))
         for part in chunked([k.entry_id for k in touched_known], CHUNK):
             session.execute(update(Entry).where(Entry.id.in_(part)).values(last_snapshot_id=snapshot.id, gone=False))
         for k in touched_known:
@@ -337,16 +375,30 @@ def store_parse(session: Session, source: Source | None, snapshot: Snapshot, res
             checkpoint()
 
     seen = set(seen_ids)
-    gone = [k for k in state.known.values() if k.entry_id not in seen and not k.gone]
+    # a page the rules read nothing from changes none of their entries: only the proposals not made again go
+    gone_keys = [k for k, known in state.known.items()
+                 if known.entry_id not in seen and not known.gone and (n_read or k.startswith("p"))]
+    gone = [state.known[k] for k in gone_keys]
     for part in chunked([k.entry_id for k in gone], CHUNK):
         session.execute(update(Entry).where(Entry.id.in_(part)).values(gone=True, updated_at=now))
     for k in gone:
         k.gone = True
-    summary.gone = len(gone)
-    summary.entry_ids = seen_ids
+    summary.gone = sum(1 for k in gone_keys if not k.startswith("p"))     # the rules' entries gone
+    proposal_set = set(proposal_ids)
+    summary.entry_ids = [i for i in seen_ids if i not in proposal_set]
+    summary.proposal_ids = proposal_ids
     session.flush()
     return summary
 
+
+def _proposal_columns(pe) -> dict:
+    """The entry columns of a proposal: its status and confidence, and no working number, with the reason."""
+    by = pe.chosen_by or {}
+    conf = by.get("confidence")
+    return {"status": "proposed", "confidence": conf, "working_tps": None, "basis": "none",
+            "basis_reason": f"proposed by the learned reader ({by.get('model')}, {by.get('model_version')}, "
+                            f"confidence {conf}): the rules did not read this figure, so it is never quoted until "
+                            "a reviewer confirms it with an `add` correction of its quote"}
 
 def _bulk_update(session: Session, rows: list[dict]) -> None:
     """Executemany UPDATE by primary key; rows are grouped by their set of columns."""

@@ -2,7 +2,7 @@
 
 Domain errors (``app.errors.CaveatError``) become a one-line ``error: ...`` message and exit code 1.
 The group lives in ``app.cli.group``; it imports a command's module (core, capture, replay, claims,
-corrections, corpus, accounts, audit, demo, access, measure, watch) only when that command is invoked, so
+corrections, corpus, reader, accounts, audit, demo, access, measure, watch) only when that command is invoked, so
 ``caveat --help`` stays fast.
 """
 

@@ -177,11 +177,15 @@ def _summary(reports, verb: str) -> None:
         click.echo("no sources to " + verb)
         return
     width = max(len(r.name) for r in reports)
-    click.echo(f"{'source':<{width}}  status    new  changed  unchanged  gone  warnings  snapshot")
+    click.echo(f"{'source':<{width}}  status    new  changed  unchanged  gone  warnings  proposed  snapshot")
     for r in reports:
         s = r.summary
         click.echo(f"{r.name:<{width}}  {r.status:<8} {s.new:>4} {s.changed:>8} {s.unchanged:>10} {s.gone:>5} "
-                   f"{len(s.warnings):>9}  {r.snapshot or '-'}")
+                   f"{len(s.warnings):>9} {s.proposed:>9}  {r.snapshot or '-'}")
+    proposed = sum(r.summary.proposed for r in reports)
+    if proposed:
+        click.echo(f"{proposed} figure(s) proposed by the learned reader, not quoted until a reviewer confirms "
+                   "them: /queue?status=proposed, GET /api/entries?status=proposed")
     for r in reports:
         if r.kind_note:
             click.echo(f"{r.name}: {r.kind_note}")
@@ -201,6 +205,7 @@ def report_json(r) -> dict:
     s = r.summary
     return {"source": r.name, "status": r.status, "failed": bool(r.failed), "snapshot": r.snapshot,
             "new": s.new, "changed": s.changed, "unchanged": s.unchanged, "gone": s.gone,
+            "proposed": s.proposed, "proposed_new": s.proposed_new,
             "warnings": list(s.warnings), "error": r.error, "kind_note": r.kind_note}
 
 

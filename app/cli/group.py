@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     'measure': ('app.cli.measure', 'Measure decode speed at ENDPOINT on non-repeating prompts, check the output, archive every exchange as WARC and record the measurement (its citation id prints at the end).'),
     'measurement': ('app.cli.audit', 'Throughput we measured ourselves; on non-repeating prompts with checked output it becomes the quotable number.'),
     'quote': ('app.cli.audit', 'Print the number you can quote for a recipe, what it describes, why, and what is wrong with the headline.'),
+    'reader': ('app.cli.reader', 'The learned reader beside the rules: the model that proposes figures the rules did not read.'),
     'reindex': ('app.cli.core', "Rebuild the archive index from the WARC files alone: snapshots, revisits, request records, citation ids (derived from record ids, so they come back the same), sources (from the metadata records crawls write), access changes, measurements, reviewers' corrections and decisions, and the CDXJ; then re-derive entries, flags and quotable answers by reparsing (corrections applied, decisions re-applied)."),
     'reinstate': ('app.cli.access', 'Make a withdrawn or restricted capture public again.'),
     'reparse': ('app.cli.claims', 'Run the parsers again over every archived snapshot, in time order, without fetching anything.'),

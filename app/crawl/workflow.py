@@ -35,6 +35,7 @@ from app.claims.store import SourceState, StoreSummary, store_parse
 from app.storage.indexing import source_metadata
 from app.storage.snapshots import load_record
 from app.claims.sources import get_source, list_sources, set_guessed_kind
+from app.claims.reader import add_proposals
 import scrapers
 from concurrent.futures import ProcessPoolExecutor
 from app.audit.engine import apply_audit
@@ -73,15 +74,20 @@ def _noop(event: str, report: SourceReport) -> None:
     pass
 
 
-def parse_snapshot(session: Session, source: Source, snapshot: Snapshot, stored, report: SourceReport):
-    """Parse one archived response with the source's kind, guessing (and saving) the kind if unset."""
+def parse_snapshot(session: Session, source: Source, snapshot: Snapshot, stored, report: SourceReport,
+                   settings: Settings | None = None):
+    """Parse one archived response with the source's kind, guessing (and saving) the kind if unset; with
+    ``settings``, the learned reader's proposals too (``result.proposals``, app/claims/reader.py)."""
     content_type = _content_type(stored)
     if source.kind is None:
         kind, reason = scrapers.guess_kind(stored.body, content_type)
         set_guessed_kind(session, source, kind)
         report.kind_note = f"guessed kind {kind} ({reason})"
     report.kind = source.kind
-    return scrapers.parse(stored.body, kind=source.kind, content_type=content_type, url=snapshot.url)
+    result = scrapers.parse(stored.body, kind=source.kind, content_type=content_type, url=snapshot.url)
+    if settings is not None:
+        add_proposals(settings, result, kind=source.kind, content_type=content_type, url=snapshot.url)
+    return result
 
 
 def _content_type(stored) -> str | None:
@@ -345,7 +351,7 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
                 report.error = (f"snapshot {snap.citation_id} is archived (and served raw), but its body was not "
                                 f"parsed: {'; '.join(stored.warnings)}")
                 return report
-            parsed = parse_snapshot(session, src, snapshot, stored, report)
+            parsed = parse_snapshot(session, src, snapshot, stored, report, settings)
             report.summary = store_parse(session, src, snapshot, parsed, parser=parsed.kind, checkpoint=checkpoint)
             report.summary.warnings[:0] = _archive_warnings(stored)
             _audit(session, settings, report.summary.entry_ids, report, checkpoint)
@@ -365,6 +371,9 @@ def crawl_one(db: Database, settings: Settings, source: Source, progress: Progre
             report.status = "empty"
             report.error = (f"nothing parsed as {report.kind} from snapshot {report.snapshot}; it is kept. "
                             f"If the kind is wrong, re-add the source with --kind and run `caveat reparse`.")
+            if report.summary.proposed:
+                report.error += (f" The learned reader proposes {report.summary.proposed} figure(s) for review "
+                                 "(GET /api/entries?status=proposed).")
     except Exception as exc:  # one source's failure never stops the others
         report.status, report.error = "failed", f"{type(exc).__name__}: {exc}"
         if report.snapshot:
@@ -424,7 +433,7 @@ def reparse_one(db: Database, settings: Settings, source: Source, progress: Prog
                                                        f"{'; '.join(stored.warnings)}")
                         continue
                     with session.begin_nested():
-                        parsed = parse_snapshot(session, src, snapshot, stored, report)
+                        parsed = parse_snapshot(session, src, snapshot, stored, report, settings)
                         one = store_parse(session, src, snapshot, parsed, parser=parsed.kind, state=state)
                 except Exception as exc:
                     report.summary.warnings.append(f"snapshot {snapshot.citation_id}: {type(exc).__name__}: {exc}")
@@ -469,7 +478,7 @@ def reapply_latest(db: Database, settings: Settings, source_id: int) -> SourceRe
         if not snaps:
             return report
         stored = load_record(settings, snaps[-1], session=session)
-        parsed = parse_snapshot(session, src, snaps[-1], stored, report)
+        parsed = parse_snapshot(session, src, snaps[-1], stored, report, settings)
         report.summary = store_parse(session, src, snaps[-1], parsed, parser=parsed.kind)
         _audit(session, settings, report.summary.entry_ids, report)
     return report

@@ -67,9 +67,34 @@ def _roofline(e: Entry, fields: dict | None) -> dict:
     return roofline_json(fields)
 
 
+STATUSES = ("read", "proposed", "any")
+
+
+def chosen_by(e: Entry, provenance: dict | None) -> dict:
+    """Which part chose the entry: the rules, the learned reader (a proposal: its model and version) or a
+    reviewer (an ``add`` correction, with the proposal it confirmed)."""
+    by = (provenance or {}).get("_chosen_by")
+    if isinstance(by, dict):
+        return by
+    return {"part": "learned" if e.status == "proposed" else "rules"}
+
+
+def _status_json(e: Entry, provenance: dict | None) -> dict:
+    return {"status": e.status or "read", "confidence": e.confidence, "chosen_by": chosen_by(e, provenance),
+            "evidence": (provenance or {}).get("_context") if e.status == "proposed" else None}
+
+
 def entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
                provenance: dict | None, flags: list[dict], access: str | None = None,
                fields: dict | None = None) -> dict:
+    out = _entry_json(settings, e, source_name, citation_id, provenance, flags, access, fields)
+    out.update(_status_json(e, provenance if out.get("withheld") is None else None))
+    return out
+
+
+def _entry_json(settings: Settings, e: Entry, source_name: str | None, citation_id: str | None,
+                provenance: dict | None, flags: list[dict], access: str | None = None,
+                fields: dict | None = None) -> dict:
     if _withheld(access):   # nothing read from a withheld capture: no figures, notes, quotes or selectors
         out = {"id": e.id, "source": source_name, "model": e.model, "hardware": e.hardware, "gpu_count": e.gpu_count,
                "engine": e.engine, "engine_version": None, "quantization": e.quantization, "headline_tps": None,
@@ -111,12 +136,18 @@ def _render(session: Session, settings: Settings, rows) -> list[dict]:
 
 def list_entries(session: Session, settings: Settings, *, source: str | None = None, model: str | None = None,
                  recipe_id: str | None = None, flagged: bool | None = None, severity: str | None = None,
-                 rule: str | None = None, include_gone: bool = False, limit: int = 50, offset: int = 0) -> dict:
+                 rule: str | None = None, include_gone: bool = False, limit: int = 50, offset: int = 0,
+                 status: str | None = None) -> dict:
+    """``status``: ``read`` (the default: what the rules read and reviewers added), ``proposed`` (the learned
+    reader's proposals, most confident first) or ``any``."""
+    status = (status or "read").strip().lower()
+    if status not in STATUSES:
+        raise BadRequest(f"Unknown status {status!r}: use read, proposed or any.")
     if not 1 <= limit <= MAX_LIMIT:
         raise BadRequest(f"limit must be between 1 and {MAX_LIMIT}; page with offset for more.")
     if offset < 0:
         raise BadRequest("offset must be 0 or more.")
-    conds = []
+    conds = [] if status == "any" else [Entry.status == status]
     if source is not None:
         src_id = session.scalar(select(Source.id).where(Source.name == source))
         if src_id is None:
@@ -140,7 +171,8 @@ def list_entries(session: Session, settings: Settings, *, source: str | None = N
     if rule is not None:
         conds.append(exists().where(active & (Flag.rule == rule.strip())))
     total = session.scalar(select(func.count(Entry.id)).where(*conds))
-    rows = session.execute(_rows_query().where(*conds).order_by(Entry.id).limit(limit).offset(offset)).all()
+    order = [Entry.confidence.desc(), Entry.id] if status == "proposed" else [Entry.id]
+    rows = session.execute(_rows_query().where(*conds).order_by(*order).limit(limit).offset(offset)).all()
     return {"entries": _render(session, settings, rows), "total": total or 0, "limit": limit, "offset": offset}
 
 
@@ -227,6 +259,9 @@ def _version_json(settings: Settings, v: EntryVersion, vcid: str, cap, url: str,
 
 def get_recipe(session: Session, settings: Settings, recipe_id: str) -> dict:
     recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe_id))
+    if recipe is not None and recipe.merged_into:   # merged when model keys came: the id still resolves
+        recipe = session.scalar(select(Recipe).where(Recipe.recipe_id == recipe.merged_into)) or recipe
+        recipe_id = recipe.recipe_id
     if recipe is None:
         raise NotFound(f"No recipe {recipe_id!r}. Recipe ids look like r-0123456789ab; see an entry's recipe_id.")
     rows = session.execute(

@@ -32,7 +32,7 @@ def entry_state(session: Session, entry_id: int) -> dict:
         raise NotFound(f"No entry {entry_id}. GET /api/entries lists them.")
     v = session.get(EntryVersion, e.current_version_id) if e.current_version_id else None
     return {"id": e.id, "version": v.version_no if v else 0, "fields": (v.fields if v else {}) or {},
-            "gone": e.gone, "recipe_id": e.recipe_id}
+            "gone": e.gone, "recipe_id": e.recipe_id, "status": e.status}
 
 
 def etag(version: int) -> str:
@@ -111,10 +111,34 @@ def read_clause(db: Database, settings: Settings, entry_id: int, clause: str, re
     return _correct(db, settings, "clause", entry_id, value, why, actor=actor, user_id=user_id, version=version)
 
 
+# what a confirmed proposal's correction carries of the proposal, so the reviewer's entry keeps it whatever a
+# later model proposes
+PROPOSAL_NAMES = ("model", "test", "phase")
+
+
+def _names(fields: dict | None) -> dict:
+    return {k: fields[k] for k in PROPOSAL_NAMES if (fields or {}).get(k) is not None}
+
+
+def proposal_at(session: Session, snap: Snapshot, sel: dict) -> dict | None:
+    """The fields of the learned reader's proposal (still on its page) at the figure ``sel`` names, or None."""
+    rows = session.execute(
+        select(EntryVersion.fields, EntryVersion.provenance, Snapshot.citation_id)
+        .join(Entry, Entry.current_version_id == EntryVersion.id).join(Snapshot, Snapshot.id == EntryVersion.snapshot_id)
+        .where(Entry.source_id == snap.source_id, Entry.status == "proposed", Entry.gone.is_(False)))
+    for fields, prov, cid in rows:
+        psel = ((prov or {}).get("_selectors") or {}).get("headline_tps")
+        if isinstance(psel, dict) and store.same_figure(psel, cid, sel, snap.citation_id):
+            return fields or {}
+    return None
+
+
 def _correct(db, settings, kind, entry_id, fields, why, *, actor, user_id, version) -> dict:
     why = store.check_reason(why)
     with db.Session() as s:
-        _e, v, snap, sel = _target(s, entry_id)
+        e, v, snap, sel = _target(s, entry_id)
+        if kind == "fix" and e.status == "proposed":   # fixing a proposal confirms it, with its names
+            fields = {**_names(v.fields), **(fields or {})}
         s.expunge(snap)
         before = entry_state(s, entry_id)
         _stale(entry_id, version)(s)  # fail fast, before waiting for the writer lock
@@ -142,6 +166,9 @@ def add_entry(db: Database, settings: Settings, citation: str, quote: str, prefi
         if any(((pe.selectors or {}).get("headline_tps") or {}).get("start") == sel["start"] for pe in parsed.entries):
             raise Conflict(f"the reader already reads {sel['exact']!r} at that place as an entry; correct that "
                            "entry instead (PATCH /api/entries/{id}); nothing was stored")
+        proposed = proposal_at(s, snap, sel)
+        if proposed is not None:       # it confirms the learned reader's proposal: the correction keeps its names
+            fields = {**_names(proposed), **fields}
         s.expunge(snap)
     out: dict = {}
     cid = store.record(db, snap, "add", sel, fields, why, actor=actor, user_id=user_id,
@@ -177,7 +204,10 @@ def _apply(db: Database, settings: Settings, correction_id: int, snap: Snapshot,
     and record the ``corrected`` change event."""
     report = reapply_latest(db, settings, snap.source_id)
     with db.Session() as s:
-        entry_id = before["id"] if before else _entry_of(s, snap.source_id, correction_id)
+        # a fix of a proposal confirms it: the reviewer's entry is a new one (the proposal is gone)
+        confirmed = before is not None and before.get("status") == "proposed"
+        entry_id = before["id"] if before and not confirmed else _entry_of(s, snap.source_id, correction_id)
+        entry_id = entry_id if entry_id is not None or not before else before["id"]
         after = entry_state(s, entry_id) if entry_id is not None else None
         old = (before or {}).get("fields") or {}
         new = (after or {}).get("fields") or {}

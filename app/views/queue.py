@@ -18,10 +18,10 @@ FACETS = (("severity", "Severity"), ("decision", "Decision"), ("rule", "Rule"), 
 
 
 def _queue(request: Request, session: Session, user: User | None, as_json: bool, severity, rule, source, model,
-           decision, sort, page):
+           decision, sort, page, status=None):
     as_json = as_json or accepts_json(request)
     filters = QueueFilters(severity=severity, rule=rule, source=source, model=model, decision=decision,
-                           sort=sort or "severity", page=page)
+                           sort=sort or "severity", page=page, status=status)
     data = review_queue(session, request.app.state.settings, filters)
     f = QueueFilters(**{k: v for k, v in data["filters"].items()}, page=data["page"])
 
@@ -40,13 +40,13 @@ def _queue(request: Request, session: Session, user: User | None, as_json: bool,
 @router.get("/queue")
 def queue_page(request: Request, severity: str | None = None, rule: str | None = None, source: str | None = None,
                model: str | None = None, decision: str | None = None, sort: str | None = None,
-               page: int = Query(1), session: Session = Depends(get_session),
+               page: int = Query(1), status: str | None = None, session: Session = Depends(get_session),
                user: User | None = Depends(auth.current_user)):
-    return _queue(request, session, user, False, severity, rule, source, model, decision, sort, page)
+    return _queue(request, session, user, False, severity, rule, source, model, decision, sort, page, status)
 
 
 @router.get("/queue.json")
 def queue_json(request: Request, severity: str | None = None, rule: str | None = None, source: str | None = None,
                model: str | None = None, decision: str | None = None, sort: str | None = None,
-               page: int = Query(1), session: Session = Depends(get_session)):
-    return _queue(request, session, None, True, severity, rule, source, model, decision, sort, page)
+               page: int = Query(1), status: str | None = None, session: Session = Depends(get_session)):
+    return _queue(request, session, None, True, severity, rule, source, model, decision, sort, page, status)

@@ -44,7 +44,7 @@ def _entry_states(session: Session, source_id: int, only: set[int] | None = None
         return {}
     rows = session.execute(select(Entry.id, Entry.recipe_id, Entry.gone, Entry.current_version_id,
                                   Entry.last_snapshot_id, Entry.model, Entry.hardware, Entry.engine)
-                           .where(Entry.source_id == source_id)).all()
+                           .where(Entry.source_id == source_id, Entry.status == "read")).all()
     if only is not None:
         rows = [r for r in rows if r.id in only]
     out: dict[int, dict] = {}

@@ -136,7 +136,10 @@ def _json_paths(text: str) -> dict[int, str]:
     return out
 
 
-def candidates(source: str, kind: str, content_type: str | None = None) -> tuple[View, list[Candidate]]:
+def candidates(source: str, kind: str, content_type: str | None = None,
+               segmented: tuple | None = None) -> tuple[View, list[Candidate]]:
+    """``segmented``: the pipeline's ``(text, blocks)`` (``ParseResult.segmented``), used when it segmented
+    the very text read here."""
     view = view_of(source, kind, content_type)
     text = view.text
     out: list[Candidate] = []
@@ -155,7 +158,8 @@ def candidates(source: str, kind: str, content_type: str | None = None) -> tuple
                 break
         return view, out
     try:
-        blocks = [b for b in iter_blocks(segment(text, []))]
+        same = segmented is not None and len(segmented[0]) == len(text) and segmented[0] == text
+        blocks = [b for b in iter_blocks(segmented[1] if same else segment(text, []))]
     except Exception:  # segmenting never decides a page's fate here: fall back to lines
         blocks = []
     for blk in blocks:

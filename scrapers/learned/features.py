@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import zlib
+from functools import lru_cache
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,46 +35,103 @@ def _tokens(s: str) -> list[str]:
     return TOKEN.findall((s or "").lower())
 
 
+_H: dict[tuple[str, str], int] = {}
+
+
 def _h(slot: str, tok: str) -> int:
-    return N_DENSE + (zlib.crc32(f"{slot}:{tok}".encode()) & (N_HASH - 1))
+    k = (slot, tok)
+    i = _H.get(k)
+    if i is None:
+        i = N_DENSE + (zlib.crc32(f"{slot}:{tok}".encode()) & (N_HASH - 1))
+        if len(_H) < 200_000:
+            _H[k] = i
+    return i
+
+
+@lru_cache(maxsize=16384)
+def _slot(slot: str, s: str) -> frozenset:
+    """The hashed columns of one context string (a header, row label, caption, headings or key path is
+    shared by many candidates: computed once)."""
+    return frozenset(_h(slot, t) for t in _tokens(s)[:24])
+
+
+_WORDY = re.compile(r"[^\W\d_]|[%$]")    # a letter (any script), % or $: what every unit and phase word needs
+
+
+@lru_cache(maxsize=16384)
+def _line_facts(line: str) -> tuple[float, float]:
+    """(says tok/s, how many numbers): the same for every number of a line, so computed once per line."""
+    return float(says_tps(line)), float(len(_NUMS.findall(line)))
+
+
+def _not_tps(s: str) -> float:
+    return float(not_tps(s)) if s and _WORDY.search(s) else 0.0
+
+
+def _phase(s: str) -> float:
+    return float(PHASES.get(phase_of(s), 0)) if s and _WORDY.search(s) else 0.0
+
+
+@lru_cache(maxsize=16384)
+def _header_facts(header: str) -> tuple[float, float, float]:
+    """(says tok/s, names something else, its phase) of a column header, shared by the column's numbers."""
+    if not header:
+        return 0.0, 0.0, 0.0
+    return float(says_tps(header)), float(not_tps(header)), float(PHASES.get(phase_of(header), 0))
+
+
+@lru_cache(maxsize=16384)
+def _scope_tps(caption: str, section: str) -> float:
+    scope = caption + " " + section
+    return float(says_tps(scope)) if scope.strip() else 0.0
+
+
+@lru_cache(maxsize=16384)
+def _row_facts(cells: tuple) -> tuple[float, float]:
+    row = " ".join(cells)
+    if not row:
+        return 0.0, 0.0
+    return float(says_tps(row)), float(PHASES.get(phase_of(row[:200]), 0))
 
 
 def dense_row(c: Candidate, page: dict) -> list[float]:
     v = c.value
-    line = c.line_left + c.exact + c.line_right
-    scope = c.caption + " " + c.section
-    dec = len(c.exact.split(".", 1)[1]) if "." in c.exact else 0
-    row = " ".join(c.row_cells) if c.row_cells else ""
+    exact = c.exact
+    line_right = c.line_right
+    line_tps, line_numbers = _line_facts(c.line_left + exact + line_right)
+    dec = len(exact) - exact.index(".") - 1 if "." in exact else 0
+    h_tps, h_not, h_phase = _header_facts(c.header)
+    r_tps, r_phase = _row_facts(tuple(c.row_cells)) if c.row_cells else (0.0, 0.0)
     return [
         math.log10(abs(v) + 1.0), float(dec == 0), float(dec), float(KINDS.get(c.kind, 2)), float(c.col),
-        float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), float(says_tps(line)),
-        float(says_tps(c.header) if c.header else 0), float(says_tps(scope) if scope.strip() else 0),
-        float(not_tps(c.header) if c.header else 0), float(not_tps(c.line_right[:30]) if c.line_right else 0),
-        float(c.rules_read), float(c.rules_span), float(PHASES.get(phase_of(c.header) if c.header else None, 0)),
-        float(PHASES.get(phase_of(c.line_left[-60:]) if c.line_left else None, 0)),
-        float(bool(_UNIT_START.match(c.line_right))), float(bool(_OTHER_UNIT.match(c.line_right))),
-        float(dec == 0 and 1900 <= v <= 2100), float(len(_NUMS.findall(line))), page["position"](c),
+        float(c.n_cols), c.col_numeric, float(min(c.row_index, 200)), line_tps,
+        h_tps, _scope_tps(c.caption, c.section), h_not, _not_tps(line_right[:30]),
+        float(c.rules_read), float(c.rules_span), h_phase, _phase(c.line_left[-60:]),
+        float(bool(_UNIT_START.match(line_right))), float(bool(_OTHER_UNIT.match(line_right))),
+        float(dec == 0 and 1900 <= v <= 2100), line_numbers, page["position"](c),
         math.log1p(page["n_rules"]), float(page["rules_row"](c)), float(page["rules_block"](c)),
-        float(says_tps(row) if row else 0), float(PHASES.get(phase_of(row[:200]) if row else None, 0)),
-        float(1.0 <= v <= 20000.0), float(page["tps_words"]),
+        r_tps, r_phase, float(1.0 <= v <= 20000.0), float(page["tps_words"]),
     ]
 
 
+@lru_cache(maxsize=65536)
+def _side(slot: str, s: str, last: bool) -> frozenset:
+    """The hashed columns of a line's words left (``last``: its last 8 and the very last) or right (its first 6
+    and the very first) of a number; many numbers share them (a table cell, a repeated log line)."""
+    toks = _tokens(s)
+    if not toks:
+        return frozenset()
+    if last:
+        return frozenset([_h("L", t) for t in toks[-8:]] + [_h("L1", toks[-1])])
+    return frozenset([_h("R", t) for t in toks[:6]] + [_h("R1", toks[0])])
+
+
 def hashed(c: Candidate) -> list[int]:
-    idx = set()
-    left = _tokens(c.line_left[-80:])
-    right = _tokens(c.line_right[:60])
-    for t in left[-8:]:
-        idx.add(_h("L", t))
-    if left:
-        idx.add(_h("L1", left[-1]))
-    for t in right[:6]:
-        idx.add(_h("R", t))
-    if right:
-        idx.add(_h("R1", right[0]))
+    idx = set(_side("L", c.line_left[-80:], True))
+    idx.update(_side("R", c.line_right[:60], False))
     for slot, s in (("H", c.header), ("W", c.row), ("C", c.caption), ("S", c.section), ("K", c.keypath)):
-        for t in _tokens(s)[:24]:
-            idx.add(_h(slot, t))
+        if s:
+            idx.update(_slot(slot, s))
     return sorted(idx)
 
 

@@ -98,14 +98,39 @@ def targets(page: learned.Page, labels: list[dict]) -> tuple[np.ndarray, np.ndar
 
 
 def load_corpus(root: Path = ROOT, log=None) -> list[Labelled]:
+    """The bundled labelled sets (``tests/data/real*``, committed labels only)."""
+    folders = labelled_sets(root)
     out = []
-    for folder in labelled_sets(root):
-        for lp in committed(folder, root):
-            label, _result, page = load_page(folder, lp)
-            y, ph = targets(page, label["entries"])
-            out.append(Labelled(folder.name, label["page"], label["entries"], page, y, ph))
+    for n, folder in enumerate(folders, start=1):
+        out += load_set(folder, committed(folder, root), folder.name)
         if log:
-            log(f"loaded {folder.name}")
+            log(f"[{n}/{len(folders)}] loaded {folder.name}: {sum(1 for p in out if p.set_name == folder.name)} pages")
+    return out
+
+
+def exported(folder: Path) -> list[Path]:
+    """The labels of a folder in the labelled sets' format (``labels/<page>.json`` beside ``pages/<page>``,
+    what ``caveat corpus export`` writes); ValueError when it is not one."""
+    if not (folder / "labels").is_dir() or not (folder / "pages").is_dir():
+        raise ValueError(f"{folder} is not a labelled set: it needs labels/<page>.json and pages/<page> "
+                         "(the format of tests/data/real*/, what `caveat corpus export DIR` writes)")
+    found = sorted((folder / "labels").glob("*.json"))
+    if not found:
+        raise ValueError(f"{folder}/labels holds no <page>.json label")
+    return found
+
+
+def load_set(folder: Path, label_paths: list[Path], set_name: str) -> list[Labelled]:
+    out = []
+    for lp in label_paths:
+        try:
+            label, _result, page = load_page(folder, lp)
+            entries = label["entries"]
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            raise ValueError(f"{lp}: not a usable label ({type(exc).__name__}: {exc}); a label is "
+                             "{\"page\": NAME, \"entries\": [{\"figure\": ...}, ...]} with pages/NAME beside it") from exc
+        y, ph = targets(page, entries)
+        out.append(Labelled(set_name, label["page"], entries, page, y, ph))
     return out
 
 
@@ -131,7 +156,7 @@ def union_counts(p: Labelled, props: list[learned.Proposal]) -> tuple[int, int, 
     return strict_counts(p.labels, rules + [q.fields for q in props])
 
 
-def choose_threshold(pages: list[Labelled]) -> tuple[float, dict]:
+def choose_threshold(pages: list[Labelled], log=None) -> tuple[float, dict]:
     """Out-of-fold scores over INNER_FOLDS groups of the training sets; the threshold with the best strict
     F1 of rules + proposals."""
     sets = sorted({p.set_name for p in pages})
@@ -142,6 +167,8 @@ def choose_threshold(pages: list[Labelled]) -> tuple[float, dict]:
         test = [(i, p) for i, p in enumerate(pages) if fold_of[p.set_name] == k]
         if not train or not test:
             continue
+        if log:
+            log(f"threshold: training fold {k + 1}/{INNER_FOLDS} ({len(train)} pages), scoring {len(test)}")
         fig, phase = fit_boosters(train)
         net = learned.Net(fig, phase, 0.5)
         for i, p in test:
@@ -163,8 +190,10 @@ def choose_threshold(pages: list[Labelled]) -> tuple[float, dict]:
     return best if best is not None else 0.5, table
 
 
-def fit(pages: list[Labelled]) -> learned.Net:
-    thr, table = choose_threshold(pages)
+def fit(pages: list[Labelled], log=None) -> learned.Net:
+    thr, table = choose_threshold(pages, log)
+    if log:
+        log(f"threshold {thr} (strict F1 of rules + proposals, out of fold); training the model on {len(pages)} pages")
     fig, phase = fit_boosters(pages)
     meta = {"version": learned.VERSION, "seed": SEED, "pages": len(pages),
             "sets": sorted({p.set_name for p in pages}), "threshold_table": {str(k): v for k, v in table.items()}}
