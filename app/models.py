@@ -67,8 +67,7 @@ class Snapshot(Base):
     access_reason: Mapped[str | None] = mapped_column(Text)
     access_changed_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     access_by: Mapped[str | None] = mapped_column(String(255))
-    # issue 24: False when `caveat reindex` found the record in no entry of the tamper-evident log (not a
-    # capture Caveat made, whatever its file or origin says); None: not in question (written and logged here)
+    # issue 24: False when reindex found the record in no leaf of the log (not Caveat's capture); None: not in question
     verified: Mapped[bool | None] = mapped_column(Boolean)
 
     refers_to: Mapped[Snapshot | None] = relationship(remote_side=[id])
@@ -152,10 +151,8 @@ class Recipe(Base):
     quotable: Mapped[dict | None] = mapped_column(JSON)
     quotable_tps: Mapped[float | None] = mapped_column(Float)
     basis: Mapped[str | None] = mapped_column(String(16))
-    # issue 26: the model key (app/claims/identity.model_key) `caveat quote NAME` and /api/quotable?model= look up;
-    # a recipe merged into another when model keys came (migration 20261207_0012n) names it: its id still resolves
-    model_key: Mapped[str | None] = mapped_column(Text)
-    merged_into: Mapped[str | None] = mapped_column(String(40))
+    model_key: Mapped[str | None] = mapped_column(Text)  # issue 26: what `caveat quote NAME` looks up (identity.model_key)
+    merged_into: Mapped[str | None] = mapped_column(String(40))  # the recipe it became (migration 20261207_0012n)
 
     __table_args__ = (Index("ix_recipes_model_key", "model_key"),)
 
@@ -202,10 +199,9 @@ class Entry(Base):
     open_flag_count: Mapped[int] = mapped_column(Integer, default=0, nullable=False)
     decision_status: Mapped[str] = mapped_column(String(16), default="none", nullable=False)  # none|pending|decided
     roofline_ratio: Mapped[float | None] = mapped_column(Float)  # per-user decode figure / bandwidth bound (issue 28)
-    # issue 26: "read" (the rules read it, or a reviewer added it) | "proposed" (the learned reader proposes it:
-    # never in a recipe, never quoted until a reviewer confirms it); the proposal's confidence, 0..1
+    # issue 26: read (rules or reviewer) | proposed (the learned reader: never in a recipe or quoted until confirmed)
     status: Mapped[str] = mapped_column(String(16), default="read", server_default="read", nullable=False)
-    confidence: Mapped[float | None] = mapped_column(Float)
+    confidence: Mapped[float | None] = mapped_column(Float)  # a proposal's, 0..1
 
     __table_args__ = (
         UniqueConstraint("source_id", "entry_key", name="uq_entries_source_key"),
@@ -300,8 +296,7 @@ class ApiToken(Base):
     revoked_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
     scopes: Mapped[str] = mapped_column(String(100), nullable=False, default="read,decide,measure")
     expires_at: Mapped[datetime | None] = mapped_column(DateTime(timezone=True))
-    # The token that minted this one through the API (never outlives, outranks or survives it); None for
-    # tokens made on the command line or by a signed-in session.
+    # the token that minted it through the API (never outlives, outranks or survives it); None: CLI or session
     parent_id: Mapped[int | None] = mapped_column(ForeignKey("api_tokens.id", ondelete="CASCADE"))
 
     __table_args__ = (Index("ix_api_tokens_parent", "parent_id"),)
@@ -384,8 +379,7 @@ class Measurement(Base):
     measured_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), nullable=False)
     user_id: Mapped[int | None] = mapped_column(ForeignKey("users.id"))
     created_at: Mapped[datetime] = mapped_column(DateTime(timezone=True), default=utcnow, nullable=False)
-    # `caveat measure` (issue 15): origin "measure" (else "manual"), what was measured, the evidence's
-    # citation id and WARC metadata record, and the full result object (docs/measure.md)
+    # `caveat measure` (issue 15, docs/measure.md): what was measured, its evidence's record, the result object
     origin: Mapped[str] = mapped_column(String(16), nullable=False, default="manual", server_default="manual")
     endpoint: Mapped[str | None] = mapped_column(Text)
     model: Mapped[str | None] = mapped_column(String(255))
@@ -396,8 +390,7 @@ class Measurement(Base):
     offset: Mapped[int | None] = mapped_column(BigInteger)
     length: Mapped[int | None] = mapped_column(BigInteger)
     result: Mapped[dict | None] = mapped_column(JSON)
-    # issue 24: a measurement restored from a WARC (reindex, import-warc) is verified only when its stated
-    # figures and checks follow from the exchange records it names; an unverified one never counts
+    # issue 24: one restored from a WARC counts only when its figures follow from the exchange records it names
     verified: Mapped[bool] = mapped_column(Boolean, nullable=False, default=True, server_default=true())
     verification: Mapped[str | None] = mapped_column(Text)
 
