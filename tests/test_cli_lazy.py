@@ -58,3 +58,17 @@ def test_summaries_match_the_commands_help():
         assert cmd.callback.__module__ == module, name
         for limit in (45, 70, 10_000):
             assert click.Command(name, help=summary).get_short_help_str(limit) == cmd.get_short_help_str(limit), name
+
+
+def test_every_subcommand_of_a_group_is_found_in_a_fresh_process():
+    """A group's subcommands must be reachable when only that group's module is loaded (`caveat source
+    set` once lived in another module, and a fresh `caveat source set` did not find it)."""
+    import subprocess
+    import sys
+    from app.cli.group import main
+    main.load_all()
+    for name, cmd in main.commands.items():
+        for sub in getattr(cmd, "commands", {}):
+            r = subprocess.run([sys.executable, "-m", "app.cli", name, sub, "--help"], capture_output=True, text=True,
+                               timeout=60)
+            assert r.returncode == 0, (name, sub, r.stdout[-500:], r.stderr[-500:])

@@ -105,6 +105,17 @@ def _bucket(weed, settings) -> dict[str, bytes]:  # noqa: F811
     return {k.rsplit("/", 1)[1]: c.get_object(Bucket=bucket, Key=k)["Body"].read() for k in keys}
 
 
+def _not_ok(db: Database) -> list:
+    """The crawls that did not end ok, with what they say (for a failure's message)."""
+    with db.Session() as s:
+        crawls = [(c.id, c.source_id, c.status, c.error) for c in s.scalars(select(Crawl).where(Crawl.status != "ok"))]
+    with db.engine.connect() as conn:
+        jobs = [tuple(r) for r in conn.exec_driver_sql(
+            "SELECT id, status, attempts, args FROM procrastinate_jobs WHERE task_name = 'caveat.crawl' ORDER BY id")
+            if int(r[3].get("crawl_id", 0)) in {c[0] for c in crawls}]
+    return crawls + jobs
+
+
 def _ok_crawls(db: Database) -> int:
     with db.Session() as s:
         return s.scalar(select(func.count(Crawl.id)).where(Crawl.status == "ok"))
@@ -189,7 +200,7 @@ def test_sigkill_around_uploads_loses_nothing_and_uploads_nothing_twice(machines
     except subprocess.TimeoutExpired:
         pytest.fail(f"worker still running; {_ok_crawls(db)} of {n} crawls ok")
     assert last.returncode == 0, last.stderr.read()[-3000:]
-    assert _ok_crawls(db) == n
+    assert _ok_crawls(db) == n, _not_ok(db)
     assert not list(m.warc_dir.glob("caveat-*.warc.gz")), "the killed workers' files were recovered and uploaded"
     _everything_in_the_bucket(db, weed, m)
     with db.Session() as s:

@@ -13,7 +13,7 @@ from app.crawl import workflow as crawl_service
 from app.crawl.adopt import adopt_archived
 from app.models import Source
 import app.watch.schedule as schedule_service
-from app.claims.sources import KINDS, add_source, list_sources, remove_source
+from app.claims.sources import KINDS, add_source, get_source, list_sources, remove_source
 from app.watch.schedule import format_every, parse_every, set_schedule
 from app.errors import NotFound
 from app.claims.sources import source_json
@@ -300,3 +300,29 @@ def reparse_cmd(obj: CliContext, name: str | None, as_json: bool = False) -> Non
     _summary(reports, "reparse")
     if any(r.failed for r in reports):
         sys.exit(1)
+
+
+@source.command("set")
+@click.argument("name")
+@click.option("--every", required=True, metavar="INTERVAL",
+              help="Re-crawl interval: 30m, 6h, 1d, 1h30m; `off` stops the schedule.")
+@click.pass_obj
+def source_set(obj: CliContext, name: str, every: str) -> None:
+    """Change a source's schedule.
+
+    The next crawl is due one interval after the last one (at once if that is past, or if the source
+    was never crawled), moved by a little jitter. Workers (`caveat worker`, PostgreSQL) or `caveat serve`
+    (SQLite) run it.
+
+    \b
+    Examples:
+      caveat source set localmaxxing --every 6h
+      caveat source set localmaxxing --every off
+    """
+    seconds = parse_every(every)
+    with obj.session() as s:
+        src = set_schedule(s, get_source(s, name), seconds)
+        if seconds is None:
+            click.echo(f"{src.name}: no schedule (crawled only when asked)")
+        else:
+            click.echo(f"{src.name}: every {format_every(seconds)}, next crawl due {src.next_crawl_at:%Y-%m-%d %H:%M:%S} UTC")

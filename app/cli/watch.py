@@ -1,4 +1,4 @@
-"""`caveat source set`, `caveat worker`, `caveat hook add|list|remove|deliveries`, `caveat changes`."""
+"""`caveat worker`, `caveat hook add|list|remove|deliveries`, `caveat changes`."""
 
 from __future__ import annotations
 
@@ -7,42 +7,13 @@ import sys
 import click
 
 from app.cli.group import emit, json_mode, main
-from app.cli.claims import source
 from app.cli.context import CliContext
-from app.watch.schedule import format_every, parse_every, set_schedule
-from app.claims.sources import get_source
 from app.watch.worker import run_worker
 from app.watch.hooks import add_hook, hook_json
 from app.watch.hooks import list_hooks
 from app.watch.hooks import remove_hook
 from app.watch.hooks import delivery_json, list_deliveries
 from app.watch.changes import list_changes, title
-
-
-@source.command("set")
-@click.argument("name")
-@click.option("--every", required=True, metavar="INTERVAL",
-              help="Re-crawl interval: 30m, 6h, 1d, 1h30m; `off` stops the schedule.")
-@click.pass_obj
-def source_set(obj: CliContext, name: str, every: str) -> None:
-    """Change a source's schedule.
-
-    The next crawl is due one interval after the last one (at once if that is past, or if the source
-    was never crawled), moved by a little jitter. Workers (`caveat worker`, PostgreSQL) or `caveat serve`
-    (SQLite) run it.
-
-    \b
-    Examples:
-      caveat source set localmaxxing --every 6h
-      caveat source set localmaxxing --every off
-    """
-    seconds = parse_every(every)
-    with obj.session() as s:
-        src = set_schedule(s, get_source(s, name), seconds)
-        if seconds is None:
-            click.echo(f"{src.name}: no schedule (crawled only when asked)")
-        else:
-            click.echo(f"{src.name}: every {format_every(seconds)}, next crawl due {src.next_crawl_at:%Y-%m-%d %H:%M:%S} UTC")
 
 
 @main.command()

@@ -111,11 +111,19 @@ def take_series(settings) -> tuple[str, object]:
     raise RuntimeError("no free worker slot (999 workers on this machine?)")
 
 
-def _idle(db: Database) -> bool:
-    """Nothing left: no job waiting or running, no source due."""
+def _idle(db: Database, queue=None) -> bool:
+    """Nothing left: no job waiting or running, no queued crawl, no source due. A queued crawl no job holds
+    (its job failed every attempt before the crawl started, or was lost with a killed worker) is deferred
+    again here at once (``queue``), not after ``ORPHAN_AFTER``: `caveat worker --once` leaves no crawl behind."""
     with db.engine.connect() as conn:
         busy = conn.exec_driver_sql("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')").scalar()
     if busy:
+        return False
+    left = orphans(db)
+    if left:
+        for sid, cid in left:
+            if queue is not None:
+                queue.defer_crawl(cid, sid)
         return False
     with db.Session() as s:
         due = s.scalar(select(Source.id).where(Source.removed_at.is_(None), Source.every_seconds.is_not(None),
@@ -139,7 +147,7 @@ async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, 
             if done["queued"]:
                 say(f"queued {done['queued']} due source(s)")
             if on_idle is not None:
-                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db) else 0
+                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db, queue) else 0
                 if idle_rounds >= 2:
                     on_idle()
                     return
