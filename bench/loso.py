@@ -14,6 +14,12 @@ of the training sets) and the set left out is scored:
 
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python bench/loso.py [--cache /tmp/loso.pkl] [--sets real-heldout17,...]
     PYTHONPATH=. .venv/bin/python bench/loso.py --first-run     # the rules as they are today, per set
+    PYTHONPATH=. .venv/bin/python bench/loso.py --linker        # model linking: the rules vs the learned linker
+
+``--linker``: for each set the learned model linker (``scrapers/learned/linker.py``) is trained on all the
+other sets (its override margin chosen out-of-fold inside them: ``scrapers/learned/train_linker.py``) and
+the figures the rules read in the set left out, matched to labelled figures by value, are scored: the share
+whose model is the label's (``score.norm_name``) for the rules' choice and for the linker's.
 """
 
 from __future__ import annotations
@@ -111,7 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", help="comma-separated set folder names to leave out (default: every set)")
     ap.add_argument("--first-run", action="store_true", help="only the rules as they are today, per set")
     ap.add_argument("--speed", action="store_true", help="pages/s of the learned part alone (shipped model)")
+    ap.add_argument("--linker", action="store_true",
+                    help="model-linking accuracy, held out per set: the rules' choice vs the learned linker's")
     args = ap.parse_args(argv)
+    if args.linker:
+        return linker_table(args.sets.split(",") if args.sets else None)
     if args.speed:
         return speed()
     t0 = time.monotonic()
@@ -143,6 +153,40 @@ def main(argv: list[str] | None = None) -> int:
                 score_page(p, props_all, props_new, total)
         print(_row(_label_of(s), t, net.threshold, time.monotonic() - t1), flush=True)
     print(_row("held-out (all)", total, None, time.monotonic() - t0))
+    return 0
+
+
+def linker_folds(sets: list[str]) -> list[tuple[str, list[str]]]:
+    """(held-out set, the sets its linker trains on): every set but the one scored."""
+    return [(s, [t for t in sets if t != s]) for s in sets]
+
+
+def linker_table(only: list[str] | None = None) -> int:
+    from scrapers.learned import train_linker
+    t0 = time.monotonic()
+    figs = train_linker.load_corpus(log=lambda s: print(s, file=sys.stderr, flush=True))
+    sets = sorted({f.set_name for f in figs}, key=_order)
+    print("model ok = share of the rules' figures matched to a labelled figure by value whose model is the "
+          "label's (score.norm_name); linker trained on the other sets only, its margin chosen inside them")
+    print(f"{'set':16s} {'figures':>7s} {'rules':>6s} {'linker':>6s} {'changed':>7s} {'margin':>6s}")
+    tot = [0, 0, 0, 0]
+    for s, train_sets in linker_folds(sets):
+        if only and s not in only:
+            continue
+        assert s not in train_sets
+        lk = train_linker.fit([f for f in figs if f.set_name in train_sets])
+        held = [f for f in figs if f.set_name == s]
+        r = sum(score.norm_name(f.rules_model) == f.label_model for f in held)
+        picks = [train_linker.chosen(lk, f) for f in held]
+        ln = sum(score.norm_name(p) == f.label_model for p, f in zip(picks, held))
+        ch = sum(score.norm_name(p) != score.norm_name(f.rules_model) for p, f in zip(picks, held))
+        n = max(1, len(held))
+        print(f"{_label_of(s):16s} {len(held):7d} {r / n:6.2f} {ln / n:6.2f} {ch:7d} {lk.margin:6.2f}", flush=True)
+        if s != "real":
+            tot = [tot[0] + len(held), tot[1] + r, tot[2] + ln, tot[3] + ch]
+    n = max(1, tot[0])
+    print(f"{'held-out (all)':16s} {tot[0]:7d} {tot[1] / n:6.2f} {tot[2] / n:6.2f} {tot[3]:7d}       "
+          f"({time.monotonic() - t0:.0f} s)")
     return 0
 
 
