@@ -170,6 +170,7 @@ def linker_table(only: list[str] | None = None) -> int:
           "label's (score.norm_name); linker trained on the other sets only, its margin chosen inside them")
     print(f"{'set':16s} {'figures':>7s} {'rules':>6s} {'linker':>6s} {'changed':>7s} {'margin':>6s}")
     tot = [0, 0, 0, 0]
+    kinds: dict[str, list[int]] = {}
     for s, train_sets in linker_folds(sets):
         if only and s not in only:
             continue
@@ -184,9 +185,17 @@ def linker_table(only: list[str] | None = None) -> int:
         print(f"{_label_of(s):16s} {len(held):7d} {r / n:6.2f} {ln / n:6.2f} {ch:7d} {lk.margin:6.2f}", flush=True)
         if s != "real":
             tot = [tot[0] + len(held), tot[1] + r, tot[2] + ln, tot[3] + ch]
+            for p, f in zip(picks, held):
+                k = kinds.setdefault(f.kind, [0, 0, 0, 0])
+                k[0] += 1
+                k[1] += score.norm_name(f.rules_model) == f.label_model
+                k[2] += score.norm_name(p) == f.label_model
+                k[3] += score.norm_name(p) != score.norm_name(f.rules_model)
     n = max(1, tot[0])
     print(f"{'held-out (all)':16s} {tot[0]:7d} {tot[1] / n:6.2f} {tot[2] / n:6.2f} {tot[3]:7d}       "
           f"({time.monotonic() - t0:.0f} s)")
+    for kind, (m, r, ln, ch) in sorted(kinds.items()):
+        print(f"{'  kind ' + kind:16s} {m:7d} {r / max(1, m):6.2f} {ln / max(1, m):6.2f} {ch:7d}")
     return 0
 
 

@@ -39,6 +39,7 @@ BALANCE = True
 class Figure:
     set_name: str
     page: str
+    kind: str                      # the page's kind (scrapers.guess_kind): json | html | markdown | text
     label_model: str | None        # normalised
     rules_model: str | None
     keys: list[str]
@@ -61,7 +62,7 @@ def page_figures(set_name: str, folder: Path, label_path: Path) -> list[Figure]:
     for li, pi in pairs:
         rm = got[pi].get("model")
         k, s, X = rows.get(pi, ([], [], np.zeros((0, len(linker.FEATURES)))))
-        out.append(Figure(set_name, label["page"], score.norm_name(labels[li].get("model")), rm, k, s, X))
+        out.append(Figure(set_name, label["page"], kind, score.norm_name(labels[li].get("model")), rm, k, s, X))
     return out
 
 
