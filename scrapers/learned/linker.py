@@ -52,8 +52,8 @@ _TOOL_SET = {norm_name(t) for t in TOOLS}
 
 _SIZE = re.compile(r"(?i)(?:^|[-_. ])(?:\d+x)?\d+(?:\.\d+)?[bm](?:$|[-_. ])")
 _MOE = re.compile(r"(?i)\d+(?:\.\d+)?b[-_. ]a\d+(?:\.\d+)?b")
-_QUANT = re.compile(r"(?i)(?:^|[-_.])(?:u?d?-?i?q\d(?:_[a-z0-9]+)*|f16|bf16|fp16|fp8|fp4|int[48]|w[48]a\d+|awq|gptq|"
-                    r"exl[23]|mlx|gguf|ggml|\d+bit|\d+-bit|nvfp4|mxfp4|k_[msl]|[0-9.]+bpw|q\d_k(?:_[msl])?)$")
+_QUANT = re.compile(r"(?i)(?:^|[-_.])(?:u?d?-?i?q\d(?:[_-][a-z0-9]{1,2})*|f16|bf16|fp16|fp8|fp4|int[48]|w[48]a\d+|awq|gptq|"
+                    r"exl[23]|mlx|gguf|ggml|\d+bit|\d+-bit|nvfp4|mxfp4|k[_-][msl]|[0-9.]+bpw)$")
 _FILE = re.compile(r"(?i)\.(?:gguf|ggml|bin|safetensors|pt|onnx)$")
 _SIZED_TOKEN = re.compile(r"(?i)(?<![\w./-])(?:[\w.-]+/)?[A-Za-z][\w.+-]*?\d+(?:\.\d+)?[bm](?:[-_.][\w.+-]*)?(?![\w])")
 _DRAFT = re.compile(r"(?i)draft|-md\b|--model-draft|eagle|medusa|hydra|speculat|assistant model")
@@ -90,6 +90,7 @@ class PageIndex:
     title: tuple[int, int] | None
     names: dict[str, list[Mention]]        # norm name -> mentions, by offset
     url: str
+    url_names: dict[str, str]              # norm name -> surface: names only the URL holds
 
 
 def _variants(s: str) -> list[tuple[str, bool, bool, int]]:
@@ -170,11 +171,10 @@ def index_page(text: str, url: str | None = None) -> PageIndex:
         top = min(h[2] for h in heads)
         title = next((h[0], h[1]) for h in heads if h[2] == top)
     names: dict[str, list[Mention]] = {}
-    seen = set()
-    for at, s, cmd in sorted(_find_names(text)):
-        if (at, s) in seen:
-            continue
-        seen.add((at, s))
+    found: dict[tuple[int, str], bool] = {}
+    for at, s, cmd in _find_names(text):
+        found[(at, s)] = found.get((at, s), False) or cmd
+    for (at, s), cmd in sorted(found.items()):
         draft = bool(_DRAFT.search(text[max(0, at - 30):at] + s))
         for surface, full, dq, dp in _variants(s):
             k = norm_name(surface)
@@ -183,7 +183,15 @@ def index_page(text: str, url: str | None = None) -> PageIndex:
             if k not in names and len(names) >= MAX_NAMES:
                 continue
             names.setdefault(k, []).append(Mention(at, surface, full, dq, dp, cmd, bool(_FILE.search(s)), draft))
-    return PageIndex(text, lines, paras, heads, title, names, url or "")
+    url_names: dict[str, str] = {}
+    if url:
+        path = re.sub(r"%20|[/?#=&+]", " ", url.split("://", 1)[-1])[:2000]
+        for _at, s, _cmd in _find_names(path):
+            for surface, _full, _dq, _dp in _variants(s):
+                k = norm_name(surface)
+                if k and len(k) >= 2 and not k.isdigit() and k not in names:
+                    url_names.setdefault(k, surface)
+    return PageIndex(text, lines, paras, heads, title, names, url or "", url_names)
 
 
 def _line_of(ix: PageIndex, at: int) -> int:
@@ -262,6 +270,20 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
         rows.append([0.0, 0.0, 1e6, 1e6, 1e6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, float(k == rk), 0.0,
                      float(k.count("-") + 1), float(k == rk), float(dq), 0.0, *_looks(k)[:3], 0.0, _looks(k)[3], 0.0,
                      _looks(k)[4], _looks(k)[5], 1.0, 0.0, 0.0, 0.0, 0.0, float(k != rk), 0.0, float(dq), 0.0])
+        dists.append(1e6)
+    for k, surface in ix.url_names.items():
+        if k in rv:
+            continue
+        keys.append(k)
+        surfaces.append(surface)
+        row = [0.0] * len(FEATURES)
+        for f, v in (("before_d", 1e6), ("after_d", 1e6), ("min_d", 1e6), ("in_url", 1.0), ("rules_none", float(rk is None)),
+                     ("n_parts", float(k.count("-") + 1)), ("first_pos", 1.0)):
+            row[FEATURES.index(f)] = v
+        lk = _looks(k)
+        for f, v in zip(("has_size", "has_moe", "quant_tail", "family", "tool", "length"), lk):
+            row[FEATURES.index(f)] = v
+        rows.append(row)
         dists.append(1e6)
     # "no model": what a page that names none (or names only draft heads and tools) means
     keys.append(NONE)
