@@ -15,6 +15,7 @@ of the training sets) and the set left out is scored:
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python bench/loso.py [--cache /tmp/loso.pkl] [--sets real-heldout17,...]
     PYTHONPATH=. .venv/bin/python bench/loso.py --first-run     # the rules as they are today, per set
     PYTHONPATH=. .venv/bin/python bench/loso.py --linker        # model linking: the rules vs the learned linker
+    PYTHONPATH=. .venv/bin/python bench/loso.py --linker-speed  # what the linker would add to a parse
 
 ``--linker``: for each set the learned model linker (``scrapers/learned/linker.py``) is trained on all the
 other sets (its override margin chosen out-of-fold inside them: ``scrapers/learned/train_linker.py``) and
@@ -119,7 +120,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--speed", action="store_true", help="pages/s of the learned part alone (shipped model)")
     ap.add_argument("--linker", action="store_true",
                     help="model-linking accuracy, held out per set: the rules' choice vs the learned linker's")
+    ap.add_argument("--linker-speed", action="store_true",
+                    help="parse alone vs parse + the learned linker on seed 002 and a 2,000-row page (ratio)")
     args = ap.parse_args(argv)
+    if args.linker_speed:
+        return linker_speed()
     if args.linker:
         return linker_table(args.sets.split(",") if args.sets else None)
     if args.speed:
@@ -196,6 +201,34 @@ def linker_table(only: list[str] | None = None) -> int:
           f"({time.monotonic() - t0:.0f} s)")
     for kind, (m, r, ln, ch) in sorted(kinds.items()):
         print(f"{'  kind ' + kind:16s} {m:7d} {r / max(1, m):6.2f} {ln / max(1, m):6.2f} {ch:7d}")
+    return 0
+
+
+def linker_speed(repeat: int = 3) -> int:
+    """``scrapers.parse`` alone vs parse + the linker (index the page, features and scores of every figure's
+    candidates, the choice) on seed 002 and the 2,000-row HTML board of bench/parse.py; one thread, the
+    linker trained on every labelled set beforehand (not timed)."""
+    from bench.parse import html_page, rows
+    from scrapers.learned import linker, train_linker
+    lk = train_linker.fit(train_linker.load_corpus())
+    seed = next(ROOT.glob("tests/data/real/pages/002_*"))
+    label = json.loads(next(ROOT.glob("tests/data/real/labels/002_*.json")).read_text())
+    cases = [(f"seed {seed.name}", seed.read_bytes(), label.get("content_type")),
+             ("2,000-row HTML board", html_page(rows(2000)).encode(), "text/html; charset=utf-8")]
+    for name, body, ct in cases:
+        kind = scrapers.guess_kind(body, ct)[0]
+        off = on = 1e9
+        for _ in range(repeat):
+            t = time.perf_counter()
+            r = scrapers.parse(body, kind=kind, content_type=ct)
+            off = min(off, time.perf_counter() - t)
+            t = time.perf_counter()
+            r = scrapers.parse(body, kind=kind, content_type=ct)
+            picks = [lk.choose(k, sf, X, r.entries[n].fields.get("model"))
+                     for n, k, sf, X in linker.page_rows(r.text, None, r.entries)]
+            on = min(on, time.perf_counter() - t)
+        print(f"{name}: {len(r.entries)} entries, {len(picks)} linked; parse {off * 1000:.0f} ms, "
+              f"parse + linker {on * 1000:.0f} ms, ratio {on / off:.2f}x (best of {repeat}, one thread)")
     return 0
 
 
