@@ -40,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import scrapers  # noqa: E402
 from scrapers import learned  # noqa: E402
-from scrapers.learned import score, train  # noqa: E402
+from scrapers.learned import linker, score, train, train_linker  # noqa: E402
 from tests.test_real_corpus import match as strict_match  # noqa: E402
 
 
@@ -167,7 +167,6 @@ def linker_folds(sets: list[str]) -> list[tuple[str, list[str]]]:
 
 
 def linker_table(only: list[str] | None = None) -> int:
-    from scrapers.learned import train_linker
     t0 = time.monotonic()
     figs = train_linker.load_corpus(log=lambda s: print(s, file=sys.stderr, flush=True))
     sets = sorted({f.set_name for f in figs}, key=_order)
@@ -209,7 +208,6 @@ def linker_speed(repeat: int = 3) -> int:
     candidates, the choice) on seed 002 and the 2,000-row HTML board of bench/parse.py; one thread, the
     linker trained on every labelled set beforehand (not timed)."""
     from bench.parse import html_page, rows
-    from scrapers.learned import linker, train_linker
     lk = train_linker.fit(train_linker.load_corpus())
     seed = next(ROOT.glob("tests/data/real/pages/002_*"))
     label = json.loads(next(ROOT.glob("tests/data/real/labels/002_*.json")).read_text())
