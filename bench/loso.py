@@ -186,7 +186,7 @@ def linker_table(only: list[str] | None = None) -> int:
         ln = sum(score.norm_name(p) == f.label_model for p, f in zip(picks, held))
         ch = sum(score.norm_name(p) != score.norm_name(f.rules_model) for p, f in zip(picks, held))
         n = max(1, len(held))
-        print(f"{_label_of(s):16s} {len(held):7d} {r / n:6.2f} {ln / n:6.2f} {ch:7d} {lk.margin:6.2f}", flush=True)
+        print(f"{_label_of(s):16s} {len(held):7d} {r / n:6.3f} {ln / n:6.3f} {ch:7d} {lk.margin:6.2f}", flush=True)
         if s != "real":
             tot = [tot[0] + len(held), tot[1] + r, tot[2] + ln, tot[3] + ch]
             for p, f in zip(picks, held):
@@ -196,10 +196,10 @@ def linker_table(only: list[str] | None = None) -> int:
                 k[2] += score.norm_name(p) == f.label_model
                 k[3] += score.norm_name(p) != score.norm_name(f.rules_model)
     n = max(1, tot[0])
-    print(f"{'held-out (all)':16s} {tot[0]:7d} {tot[1] / n:6.2f} {tot[2] / n:6.2f} {tot[3]:7d}       "
+    print(f"{'held-out (all)':16s} {tot[0]:7d} {tot[1] / n:6.3f} {tot[2] / n:6.3f} {tot[3]:7d}       "
           f"({time.monotonic() - t0:.0f} s)")
     for kind, (m, r, ln, ch) in sorted(kinds.items()):
-        print(f"{'  kind ' + kind:16s} {m:7d} {r / max(1, m):6.2f} {ln / max(1, m):6.2f} {ch:7d}")
+        print(f"{'  kind ' + kind:16s} {m:7d} {r / max(1, m):6.3f} {ln / max(1, m):6.3f} {ch:7d}")
     return 0
 
 

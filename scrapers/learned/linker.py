@@ -65,7 +65,7 @@ FEATURES = ("same_line", "same_para", "before_d", "after_d", "min_d", "n_mention
             "in_heading_above", "in_title", "in_first", "in_command", "in_file", "in_url", "is_rules",
             "rules_none", "n_parts", "is_full", "dropped_quant", "dropped_parts", "has_size", "has_moe",
             "quant_tail", "org_prefix", "family", "draft_ctx", "tool", "length", "first_pos", "table_header",
-            "same_row_block", "n_names", "rank_d", "rules_variant", "rules_prefix_of", "rules_quant_cut",
+            "same_table", "n_names", "rank_d", "rules_variant", "rules_prefix_of", "rules_quant_cut",
             "is_none")
 
 
@@ -248,6 +248,8 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
         th = 0.0
         if table_line is not None:
             th = 1.0 if any(_line_of(ix, m.at) == table_line for m in near) else 0.0
+        # a mention in the table holding the figure, above or on its row
+        same_table = table_line is not None and any(table_line <= _line_of(ix, m.at) <= line for m in near)
         best = min(ms, key=lambda m: abs(m.at - at))
         rows.append([float(same_line), float(same_para), min(before, 1e6), min(after, 1e6), min(before, after, 1e6),
                      float(len(ms)), float(len(near)), float(hl), float(hl > 0), float(in_title),
@@ -256,7 +258,7 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
                      float(k.count("-") + 1), float(any(m.full for m in ms)), float(best.dropped_quant),
                      float(best.dropped_parts), *_looks(k)[:3], float("/" in best.surface), _looks(k)[3],
                      float(sum(m.draft for m in near) / max(1, len(near)) if near else float(best.draft)),
-                     _looks(k)[4], _looks(k)[5], pos[0] / max(1, len(ix.text)), th, 0.0, 0.0, 0.0,
+                     _looks(k)[4], _looks(k)[5], pos[0] / max(1, len(ix.text)), th, float(same_table), 0.0, 0.0,
                      float(k in rv and k != rk), float(bool(rk) and k.startswith(rk) and rk != k),
                      float(k in rv and rv[k][1]), 0.0])
         keys.append(k)
