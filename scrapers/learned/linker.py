@@ -60,13 +60,14 @@ _DRAFT = re.compile(r"(?i)draft|-md\b|--model-draft|eagle|medusa|hydra|speculat|
 _HEADING_MD = re.compile(r"(?m)^(#{1,6})[ \t]+\S.*$")
 _HEADING_HTML = re.compile(r"(?is)<(h[1-6]|title)\b[^>]*>(.*?)</\1>")
 _SPLIT = re.compile(r"[-_ ]")
+_BARE_SIZE = re.compile(r"(?<![\w.:/-])(\d+(?:\.\d+)?[BbMm])(?![\w.-])")
 
 FEATURES = ("same_line", "same_para", "before_d", "after_d", "min_d", "n_mentions", "n_near", "heading_level",
             "in_heading_above", "in_title", "in_first", "in_command", "in_file", "in_url", "is_rules",
             "rules_none", "n_parts", "is_full", "dropped_quant", "dropped_parts", "has_size", "has_moe",
             "quant_tail", "org_prefix", "family", "draft_ctx", "tool", "length", "first_pos", "table_header",
             "same_table", "n_names", "rank_d", "rules_variant", "rules_prefix_of", "rules_quant_cut",
-            "is_none")
+            "is_none", "composed")
 
 
 @dataclass
@@ -230,6 +231,7 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
     rk = norm_name(rules_model)
     rv = rules_variants(rules_model)
     keys, surfaces, rows, dists = [], [], [], []
+    families: list[tuple[str, str, int, bool]] = []      # family names (no size) in a heading above or the title
     url_l = ix.url.lower()
     for k, ms in ix.names.items():
         pos = [m.at for m in ms]
@@ -260,10 +262,12 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
                      float(sum(m.draft for m in near) / max(1, len(near)) if near else float(best.draft)),
                      _looks(k)[4], _looks(k)[5], pos[0] / max(1, len(ix.text)), th, float(same_table), 0.0, 0.0,
                      float(k in rv and k != rk), float(bool(rk) and k.startswith(rk) and rk != k),
-                     float(k in rv and rv[k][1]), 0.0])
+                     float(k in rv and rv[k][1]), 0.0, 0.0])
         keys.append(k)
         surfaces.append(best.surface)
         dists.append(min(before, after))
+        if (hl or in_title) and _looks(k)[3] and not _looks(k)[0]:
+            families.append((k, best.surface, hl, in_title))
     for k, (surface, dq) in rv.items():
         if k in ix.names:
             continue
@@ -271,8 +275,34 @@ def figure_rows(ix: PageIndex, at: int, rules_model: str | None, table_line: int
         surfaces.append(surface)
         rows.append([0.0, 0.0, 1e6, 1e6, 1e6, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, float(k == rk), 0.0,
                      float(k.count("-") + 1), float(k == rk), float(dq), 0.0, *_looks(k)[:3], 0.0, _looks(k)[3], 0.0,
-                     _looks(k)[4], _looks(k)[5], 1.0, 0.0, 0.0, 0.0, 0.0, float(k != rk), 0.0, float(dq), 0.0])
+                     _looks(k)[4], _looks(k)[5], 1.0, 0.0, 0.0, 0.0, 0.0, float(k != rk), 0.0, float(dq), 0.0, 0.0])
         dists.append(1e6)
+    # a size on the figure's line under a heading naming only the family: "0.8B" under "Qwen3.5" -> Qwen3.5-0.8B
+    if families:
+        ls = ix.lines[line]
+        le = ix.lines[line + 1] if line + 1 < len(ix.lines) else len(ix.text)
+        seen = set(keys)
+        for m in _BARE_SIZE.finditer(ix.text, ls, min(le, ls + 2000)):
+            for fk, fs, hl, in_title in families[:4]:
+                surface = f"{fs}-{m.group(1)}"
+                k = norm_name(surface)
+                if k in seen:
+                    continue
+                seen.add(k)
+                keys.append(k)
+                surfaces.append(surface)
+                row = [0.0] * len(FEATURES)
+                for f, v in (("same_line", 1.0), ("same_para", 1.0), ("before_d", float(abs(at - m.start()))),
+                             ("after_d", float(abs(at - m.start()))), ("min_d", float(abs(at - m.start()))),
+                             ("n_mentions", 1.0), ("n_near", 1.0), ("heading_level", float(hl)),
+                             ("in_heading_above", float(hl > 0)), ("in_title", float(in_title)),
+                             ("is_rules", float(k == rk)), ("rules_none", float(rk is None)),
+                             ("n_parts", float(k.count("-") + 1)), ("is_full", 1.0), ("has_size", 1.0),
+                             ("family", 1.0), ("length", float(len(k))), ("first_pos", 1.0),
+                             ("rules_variant", float(k in rv and k != rk)), ("composed", 1.0)):
+                    row[FEATURES.index(f)] = v
+                rows.append(row)
+                dists.append(float(abs(at - m.start())))
     for k, surface in ix.url_names.items():
         if k in rv:
             continue
