@@ -145,3 +145,12 @@ def test_training_is_reproducible():
     a = train_linker.fit(figs).to_dict()
     b = train_linker.fit(figs).to_dict()
     assert a == b and isinstance(np.float64(a["margin"]), np.float64)
+
+
+def test_a_bare_size_in_a_row_is_joined_to_the_family_in_the_heading_above():
+    text = "# Qwen3.5 on a Mac mini M4\n\n| size | runtime | tok/s |\n|---|---|---|\n| 0.8B | MLX | 55.1 |\n| 9B | MLX | 21.0 |\n"
+    rows = _rows(text, "55.1", rules_model="0.8B")
+    composed = rows["qwen3.5-0.8b"]
+    assert composed["composed"] == 1.0 and composed["same_line"] == 1.0 and composed["in_title"] == 1.0
+    assert rows["0.8b"]["is_rules"] == 1.0 and rows["0.8b"]["composed"] == 0.0
+    assert "qwen3.5-9b" not in rows        # only sizes on the figure's own line
