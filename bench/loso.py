@@ -14,6 +14,13 @@ of the training sets) and the set left out is scored:
 
     OMP_NUM_THREADS=1 PYTHONPATH=. .venv/bin/python bench/loso.py [--cache /tmp/loso.pkl] [--sets real-heldout17,...]
     PYTHONPATH=. .venv/bin/python bench/loso.py --first-run     # the rules as they are today, per set
+    PYTHONPATH=. .venv/bin/python bench/loso.py --linker        # model linking: the rules vs the learned linker
+    PYTHONPATH=. .venv/bin/python bench/loso.py --linker-speed  # what the linker would add to a parse
+
+``--linker``: for each set the learned model linker (``scrapers/learned/linker.py``) is trained on all the
+other sets (its override margin chosen out-of-fold inside them: ``scrapers/learned/train_linker.py``) and
+the figures the rules read in the set left out, matched to labelled figures by value, are scored: the share
+whose model is the label's (``score.norm_name``) for the rules' choice and for the linker's.
 """
 
 from __future__ import annotations
@@ -33,7 +40,7 @@ sys.path.insert(0, str(ROOT))
 
 import scrapers  # noqa: E402
 from scrapers import learned  # noqa: E402
-from scrapers.learned import score, train  # noqa: E402
+from scrapers.learned import linker, score, train, train_linker  # noqa: E402
 from tests.test_real_corpus import match as strict_match  # noqa: E402
 
 
@@ -111,7 +118,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sets", help="comma-separated set folder names to leave out (default: every set)")
     ap.add_argument("--first-run", action="store_true", help="only the rules as they are today, per set")
     ap.add_argument("--speed", action="store_true", help="pages/s of the learned part alone (shipped model)")
+    ap.add_argument("--linker", action="store_true",
+                    help="model-linking accuracy, held out per set: the rules' choice vs the learned linker's")
+    ap.add_argument("--linker-speed", action="store_true",
+                    help="parse alone vs parse + the learned linker on seed 002 and a 2,000-row page (ratio)")
     args = ap.parse_args(argv)
+    if args.linker_speed:
+        return linker_speed()
+    if args.linker:
+        return linker_table(args.sets.split(",") if args.sets else None)
     if args.speed:
         return speed()
     t0 = time.monotonic()
@@ -143,6 +158,75 @@ def main(argv: list[str] | None = None) -> int:
                 score_page(p, props_all, props_new, total)
         print(_row(_label_of(s), t, net.threshold, time.monotonic() - t1), flush=True)
     print(_row("held-out (all)", total, None, time.monotonic() - t0))
+    return 0
+
+
+def linker_folds(sets: list[str]) -> list[tuple[str, list[str]]]:
+    """(held-out set, the sets its linker trains on): every set but the one scored."""
+    return [(s, [t for t in sets if t != s]) for s in sets]
+
+
+def linker_table(only: list[str] | None = None) -> int:
+    t0 = time.monotonic()
+    figs = train_linker.load_corpus(log=lambda s: print(s, file=sys.stderr, flush=True))
+    sets = sorted({f.set_name for f in figs}, key=_order)
+    print("model ok = share of the rules' figures matched to a labelled figure by value whose model is the "
+          "label's (score.norm_name); linker trained on the other sets only, its margin chosen inside them")
+    print(f"{'set':16s} {'figures':>7s} {'rules':>6s} {'linker':>6s} {'changed':>7s} {'margin':>6s}")
+    tot = [0, 0, 0, 0]
+    kinds: dict[str, list[int]] = {}
+    for s, train_sets in linker_folds(sets):
+        if only and s not in only:
+            continue
+        assert s not in train_sets
+        lk = train_linker.fit([f for f in figs if f.set_name in train_sets])
+        held = [f for f in figs if f.set_name == s]
+        r = sum(score.norm_name(f.rules_model) == f.label_model for f in held)
+        picks = [train_linker.chosen(lk, f) for f in held]
+        ln = sum(score.norm_name(p) == f.label_model for p, f in zip(picks, held))
+        ch = sum(score.norm_name(p) != score.norm_name(f.rules_model) for p, f in zip(picks, held))
+        n = max(1, len(held))
+        print(f"{_label_of(s):16s} {len(held):7d} {r / n:6.3f} {ln / n:6.3f} {ch:7d} {lk.margin:6.2f}", flush=True)
+        if s != "real":
+            tot = [tot[0] + len(held), tot[1] + r, tot[2] + ln, tot[3] + ch]
+            for p, f in zip(picks, held):
+                k = kinds.setdefault(f.kind, [0, 0, 0, 0])
+                k[0] += 1
+                k[1] += score.norm_name(f.rules_model) == f.label_model
+                k[2] += score.norm_name(p) == f.label_model
+                k[3] += score.norm_name(p) != score.norm_name(f.rules_model)
+    n = max(1, tot[0])
+    print(f"{'held-out (all)':16s} {tot[0]:7d} {tot[1] / n:6.3f} {tot[2] / n:6.3f} {tot[3]:7d}       "
+          f"({time.monotonic() - t0:.0f} s)")
+    for kind, (m, r, ln, ch) in sorted(kinds.items()):
+        print(f"{'  kind ' + kind:16s} {m:7d} {r / max(1, m):6.3f} {ln / max(1, m):6.3f} {ch:7d}")
+    return 0
+
+
+def linker_speed(repeat: int = 3) -> int:
+    """``scrapers.parse`` alone vs parse + the linker (index the page, features and scores of every figure's
+    candidates, the choice) on seed 002 and the 2,000-row HTML board of bench/parse.py; one thread, the
+    linker trained on every labelled set beforehand (not timed)."""
+    from bench.parse import html_page, rows
+    lk = train_linker.fit(train_linker.load_corpus())
+    seed = next(ROOT.glob("tests/data/real/pages/002_*"))
+    label = json.loads(next(ROOT.glob("tests/data/real/labels/002_*.json")).read_text())
+    cases = [(f"seed {seed.name}", seed.read_bytes(), label.get("content_type")),
+             ("2,000-row HTML board", html_page(rows(2000)).encode(), "text/html; charset=utf-8")]
+    for name, body, ct in cases:
+        kind = scrapers.guess_kind(body, ct)[0]
+        off = on = 1e9
+        for _ in range(repeat):
+            t = time.perf_counter()
+            r = scrapers.parse(body, kind=kind, content_type=ct)
+            off = min(off, time.perf_counter() - t)
+            t = time.perf_counter()
+            r = scrapers.parse(body, kind=kind, content_type=ct)
+            picks = [lk.choose(k, sf, X, r.entries[n].fields.get("model"))
+                     for n, k, sf, X in linker.page_rows(r.text, None, r.entries)]
+            on = min(on, time.perf_counter() - t)
+        print(f"{name}: {len(r.entries)} entries, {len(picks)} linked; parse {off * 1000:.0f} ms, "
+              f"parse + linker {on * 1000:.0f} ms, ratio {on / off:.2f}x (best of {repeat}, one thread)")
     return 0
 
 
