@@ -256,3 +256,19 @@ def test_a_warm_prefix_cache_in_a_log_line_is_still_a_condition():
 def test_more_benign_wordings_are_understood(notes):
     assert all(c.reading == "benign" for c in read_entry({"headline_tps": 40.0, "notes": notes})), \
         [(c.text, c.reading, c.detail) for c in read_entry({"headline_tps": 40.0, "notes": notes})]
+
+
+@pytest.mark.parametrize("notes,rule", [
+    ('"cache_state": "hot"', "warm_cache"),
+    ('"cache_type_k": "q4_0"', "lossy_setting"),
+    ("experts/token: 4 (default 8)", "lossy_setting"),
+    ("(sustained: 34.6)", "headline_above_steady_state"),
+    ("# kept the quickest one of the six:", "best_of"),
+    ("timed on 64-token completions", "short_shape"),
+    ("eval count:           10 token(s)", "short_shape"),
+    ("llama-batched-bench -npl 32", "aggregate_as_single_stream"),
+    ("List every prime number below 10000, one per line.", "repetitive_prompt"),
+])
+def test_conditions_stated_as_settings_keys_and_quoted_prompts(notes, rule):
+    """Conditions stated the way tools and JSON state them (ruleset 2026.12.9)."""
+    assert rule in {f.rule for f in run_rules({"headline_tps": 80.0, "notes": notes}, {})}

@@ -347,7 +347,7 @@ def test_ruleset_version_bumped_for_the_scope_rules():
 
 
 def test_ruleset_version_bumped_for_the_bandwidth_rule():
-    assert RULESET_VERSION == "2026.12.8"
+    assert RULESET_VERSION == "2026.12.9"
 
 
 def test_short_shape_reads_the_runs_own_context_from_its_prompt():

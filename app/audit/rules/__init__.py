@@ -13,7 +13,7 @@ from app.audit.rules import acceptance, bandwidth, conditions, headline, repetit
 from app.audit.rules.base import RULES, SEVERITY_RANK, Context, Finding, Rung, Steady
 from app.audit.rules.clauses import Clause, read_entry
 
-RULESET_VERSION = "2026.12.8"
+RULESET_VERSION = "2026.12.9"
 SEVERITIES = ("critical", "high", "medium", "low")
 BLOCKING = ("critical", "high")  # a headline with one of these standing is never the working number
 

@@ -133,7 +133,7 @@ CONDITIONS: list[Condition] = [
        "the output was a loop or degenerate ({hit})", negatable=False),
     # prompts that make a proposer right
     _c("repetitive_prompt", "repetitive_prompt", "high",
-       r"\b(count(?:ing)? (?:from|to|up|down)|count \d+|list(?:ing)? (?:the )?(?:numbers|integers|digits)|numbers? (?:from )?\d+ (?:to|through|-) ?\d+"
+       r"\b(count(?:ing)? (?:from|to|up|down)|count \d+|list(?:ing)? (?:every|all|each)? ?(?:the )?(?:prime )?(?:numbers?|integers|digits|primes)|numbers? (?:from )?\d+ (?:to|through|-) ?\d+"
        r"|(?:write|print|recite|type|output|say|spell)(?:ing)? (?:out )?(?:the )?(?:alphabet|numbers|digits|letters)|alphabet"
        r"|\d+ times|(?:repeat|repetition|copy|echo|recite|parrot)\w* (?:this|the|a|back|after|it|that|same|text|sentence|prompt|paragraph|word|phrase|verbatim)"
        r"|verbatim|copy[- ]paste|same prompt|identical prompt|one prompt (?:repeated|over and over|every time|for all)"
@@ -150,7 +150,7 @@ CONDITIONS: list[Condition] = [
        r"|top (?:run|result|score|speed|reading|number)|fastest(?: run| result| of| i (?:got|saw)| seen| observed| time| attempt| pass| number)?"
        r"|highest(?: (?:i|we) (?:got|saw|saw)| seen| observed| number| value| reading| run| result| figure| of)?|record (?:run|speed|high)"
        r"|cherry[- ]?pick\w*|hand[- ]?picked|lucky run|one good run|if you'?re lucky|at (?:its|the) best"
-       r"|(?:took|kept|picked|used|chose|reported) the (?:best|fastest|highest|top|max\w*)|(?:best|fastest|highest) (?:\w+ ){0,2}of \d+)\b"
+       r"|(?:took|kept|picked|used|chose|reported) the (?:best|fastest|quickest|highest|top|max\w*)|quickest (?:one |run )?of (?:the )?(?:\d+|two|three|four|five|six|seven|eight|nine|ten)|(?:best|fastest|highest) (?:\w+ ){0,2}of \d+)\b"
        r"|最高|最快|峰值|最佳|最好(?:的|成绩|结果)?|取最|挑选|巅峰|ピーク|最速|ベスト|最良|一番(?:速|良)",
        "the figure is a best or peak value ({hit})",
        check=lambda m, t: not re.search(r"(?:\bmin\w*\b[^,;]{0,20}\bmax\b|slowest and fastest|fastest and slowest|within \d|±|spread|range"
@@ -164,11 +164,12 @@ CONDITIONS: list[Condition] = [
     _c("short_output", "short_shape", "high",
        r"(?:(?:max(?:imum)?[_ -]?(?:new[_ -])?tokens|n[_-]predict|max[_ -]?len(?:gth)?|num[_ -]?predict|-n|tg|output(?: length| len)?|generat\w*|produc\w*|capped at|limited to|stopp?\w* (?:at|after)|only|just)"
        r"\s*[=:]?\s*(?:of |at |to |was |is )?(?P<n>\d[\d,]*)\s*(?:new |output |generated |completion )?(?:tokens?|toks?)?(?!\s*(?:k|tok/s|t/s|tokens?/s|tokens? per|%|ms|x|gb|b\b))"
-       r"|(?P<n5>\d+)\s*(?:new |output |generated |completion )?tokens? (?:of output|output|generated|only|max|long|each|per (?:request|reply|answer|run|prompt))"
+       r"|(?P<n5>\d+)[\s-]*(?:new |output |generated |completion )?tokens? (?:of output|output|generated|only|max|long|each|completions?|repl(?:y|ies)|answers?|responses?|outputs?|generations?|per (?:request|reply|answer|run|prompt))"
+       r"|\beval count\s*[:=]\s*(?P<n8>\d+)\s*tokens?"
        r"|(?:生成|输出)\s*(?P<n6>\d+)\s*个?\s*token|(?P<n7>\d+)\s*トークン(?:だけ|のみ|出力|生成))",
        "{hit}: 64 generated tokens or fewer",
        check=lambda m, t: any(0 < (_n(m.group(g) or "") or 0) <= 64 and not _SPEED_AFTER.match(t[m.start(g):m.start(g) + 24])
-                              for g in ("n", "n5", "n6", "n7") if m.group(g)), negatable=False),
+                              for g in ("n", "n5", "n6", "n7", "n8") if m.group(g)), negatable=False),
     # aggregates
     _c("aggregate", "aggregate_as_single_stream", "high",
        r"\b(aggregate\w*|total (?:throughput|across|over|for all|of all|output|tok\w*|speed)|combined|summed|sum (?:of|over|across)|in total"
@@ -179,12 +180,12 @@ CONDITIONS: list[Condition] = [
        r"|总(?:吞吐|计|和|输出)|合计|聚合|累计|全部用户|多(?:个)?(?:用户|请求|并发)|合計|総(?:スループット|計)|全体スループット|同時(?:アクセス|リクエスト|ユーザー)(?!\s*[:：=]?\s*1(?![\d.]))|集計|並列(?:リクエスト|処理|生成)",
        "the figure sums several requests ({hit})"),
     _c("aggregate", "aggregate_as_single_stream", "high",
-       r"(?:\b(?:concurrency|concurrent|(?<!n )(?<!n_)(?<!u)batch(?:[- ]size)?|bs|num[_ -]?prompts?|parallel|-np|--parallel|n[_-]parallel|users?|streams?|clients?|sequences|slots|max[_-]num[_-]seqs|requests? in flight)\s*[=:]?\s*(?:of\s*)?(?P<n>\d+)"
+       r"(?:(?:\B-npl|\bnpl)\s*[=:]?\s*(?P<n7>\d+)|\b(?:concurrency|concurrent|(?<!n )(?<!n_)(?<!u)batch(?:[- ]size)?|bs|num[_ -]?prompts?|parallel|-np|--parallel|n[_-]parallel|users?|streams?|clients?|sequences|slots|max[_-]num[_-]seqs|requests? in flight)\s*[=:]?\s*(?:of\s*)?(?P<n>\d+)"
        r"|(?P<n2>\d+)\s*(?:(?:concurrent|parallel|simultaneous)\s*(?:users|streams|requests|clients|sequences|sessions|slots)|(?:users|streams|clients|slots)\b(?!\s*(?:total|tested|over|in turn|one after))|(?:requests|sequences|prompts) (?:at once|in parallel|concurrently|simultaneously|in flight))"
        r"|(?P<n3>\d+)\s*(?:x|×)\s*(?:concurrent|parallel)|(?:并发|批量|批大小|批次|同時|並列|バッチ)\s*(?:数|大小|サイズ)?\s*[=:：]?\s*(?P<n4>\d+)|(?P<n5>\d+)\s*(?:个)?(?:并发|用户|路)|(?P<n6>\d+)\s*(?:並列|同時|ユーザー))",
        "{hit}: more than one request at a time",
-       check=lambda m, t: any((_n(m.group(g) or "") or 0) > 1 for g in ("n", "n2", "n3", "n4", "n5", "n6"))
-       and _count_not_speed(m, t, ("n", "n2", "n3", "n4", "n5", "n6"))
+       check=lambda m, t: any((_n(m.group(g) or "") or 0) > 1 for g in ("n", "n2", "n3", "n4", "n5", "n6", "n7"))
+       and _count_not_speed(m, t, ("n", "n2", "n3", "n4", "n5", "n6", "n7"))
        and not re.search(r"(?:gpus?|cards|nodes|tp|tensor)\b", m.group(0), I), negatable=False),
     # warm caches
     _c("warm_cache", "warm_cache", "high",
@@ -192,7 +193,7 @@ CONDITIONS: list[Condition] = [
        r"|(?:prefix|prompt|kv|radix)[ -]?cach\w* (?:hit|reuse\w*|warm|on the second|enabled,? same|kept)|cache hits?|hit (?:the |a )?(?:prefix |prompt |kv )?cache"
        r"|(?:cached|reused) (?:prefix|prompt|kv|context|system prompt)|second (?:run|pass|request|attempt|call|time) (?:with|of|on) the same|re-?(?:sent|ran|run|submitted) the same"
        r"|same prompt (?:again|twice|re-?sent|re-?used)|(?:after|following) (?:a |the )?(?:warm[- ]?up|first run)(?!.{0,40}(?:discard|fresh|new|different|unique|excluded|dropped|thrown))"
-       r"|without clearing (?:the )?cache|not cleared)\b"
+       r"|without clearing (?:the )?cache|not cleared|cache[_ -]?(?:state|status)\W{0,4}(?:hot|warm|primed|hit))\b"
        r"|缓存命中|命中缓存|热缓存|预热后|缓存已?(?:预热|命中)|复用(?:了)?(?:缓存|前缀)|第二次(?:运行|请求)|キャッシュ(?:ヒット|が効|済み)|ウォーム(?:キャッシュ|アップ後)|2回目(?:の実行|の計測)?",
        "the figure was measured on a warm cache ({hit})",
        check=lambda m, t: not re.search(r"hit rate\s*[:=]?\s*(?:gpu:\s*)?0(?:\.0+)?\s*%", t, I)),
@@ -201,14 +202,14 @@ CONDITIONS: list[Condition] = [
        r"\b((?:fewer|reduced|less|lower(?:ed)?) (?:active )?experts|experts?(?: per token)? (?:reduced|lowered|cut|set|dropped) to|top[- ]?k (?:experts? )?(?:reduced|lowered|set) to \d"
        r"|expert_used_count|experts? per tok\w*\s*:\s*\d|num experts per tok\w*\s*:\s*\d|n expert used\s*:\s*\d|override-kv[^ ]*expert|(?:\d+|one|two|four) (?:of|instead of) \d+ experts|pruned|pruning|skip(?:ped|ping)? (?:\d+ )?layers|layer[- ]skip\w*|early[- ]exit"
        r"|(?:kv|k/v|kv-cache|kv cache)[^,;]{0,20}?(?:q[234]_\w+|[234][- ]?bit|int[234]|nvfp4|fp4|mxfp4)|(?:q[234]_\w+|[234][- ]?bit|int[234]|fp4) (?:kv|k/v)"
-       r"|-ct[kv]\s+q[234]|cache-type-[kv]\s+q[234]|lossy|lenient|relaxed|typical[_ -]acceptance|acceptance threshold|top-\d+ acceptance|accept (?:if|when) (?:in|within) (?:the )?top)\b"
+       r"|-ct[kv]\s+q[234]|cache[-_ ]type[-_ ][kv]\W{0,4}q[234](?:_\w+)?|experts?\s*/\s*tok\w*\s*[:=]\s*\d|lossy|lenient|relaxed|typical[_ -]acceptance|acceptance threshold|top-\d+ acceptance|accept (?:if|when) (?:in|within) (?:the )?top)\b"
        r"|减少?专家|专家\S{0,6}(?:减|降|少)|剪枝|跳[过层]|(?:KV|kv)[^，,；;]{0,10}(?:4|2|3)\s*(?:比特|bit|位)|宽松接受|エキスパート(?:数)?を(?:減|削)|枝刈り|レイヤー(?:を)?スキップ|層をスキップ|(?:KV|kv)[^、,；;]{0,10}(?:4|2|3)\s*(?:ビット|bit)",
        "a setting that computes less or accepts more than the model does ({hit})"),
     # a lower sustained figure stated beside the headline
     _c("steady_state_lower", "headline_above_steady_state", "high",
        r"\b(drops?|dropp(?:ed|ing)|falls?|fell|settles?|settled|slows?(?: down)?|sags?|degrades?|decays?|declines?|tapers?) (?:off )?(?:to|at|around|back to|down to|below) ~?\d"
        r"|(?:sustained|steady[- ]state|long[- ]run|long[- ]context|after warm[- ]?up|once (?:the )?context fills|over (?:a )?long(?:er)? (?:generation|output|run)s?)[^,;]{0,20}?~?\d[\d,.]*\s*(?:tok|t/s|tokens)"
-       r"|(?:sustained|steady(?:[_ -]state)?|long[_ -]run)[_ ]?(?:tps|tok_s|tokens_per_s\w*|t_s|speed|rate)\s*[:=]\s*\d"
+       r"|(?:sustained|steady(?:[_ -]state)?|long[_ -]run)[_ ]?(?:tps|tok_s|tokens_per_s\w*|t_s|speed|rate)?\s*[:=]\s*~?\d"
        r"|(?:only|just) ~?\d[\d,.]*\s*(?:tok/s|t/s|tokens/s) (?:sustained|after|over|once)|thermal(?:ly)? throttl\w*|throttl(?:es|ed|ing)\b"
        r"|降(?:到|至|为)\s*~?\d|稳定(?:在|后)\s*~?\d|持续\s*~?\d|掉到\s*~?\d|(?:に|まで)(?:低下|落ち)|安定(?:して|時)\s*~?\d|持続\s*~?\d",
        "a lower sustained figure is stated beside the headline ({hit})", negatable=False),
