@@ -199,3 +199,30 @@ def test_jobs_wait_in_postgresql_for_a_worker(pg_settings, server, workers):
     assert _wait(ran, 60)
     assert len(server.requests) == 1
     db.dispose()
+
+
+def test_a_job_delivered_again_retries_an_interrupted_crawl_once(db, server):
+    """A crawl interrupted by a dead worker is retried as a row of its own; when the job is delivered again
+    (its worker died after the retry), a retry that ended is not run twice, and one that was itself
+    interrupted is run again, so the source is never left without its crawl."""
+    url = server.route("/b", board(100.0), content_type="application/json")
+    with db.Session.begin() as s:
+        src = add_source(s, "b", url, "json")
+        sid = src.id
+
+    def crawl_row(**kw) -> int:
+        with db.Session.begin() as s:
+            c = Crawl(source_id=sid, kind="crawl", queued_at=utcnow(), **kw)
+            s.add(c)
+            s.flush()
+            return c.id
+
+    def count(status: str) -> int:
+        with db.Session() as s:
+            return s.scalar(select(func.count(Crawl.id)).where(Crawl.source_id == sid, Crawl.status == status))
+
+    dead = "interrupted: the process running it ended before it finished"
+    first = crawl_row(status="failed", error=dead)
+    crawl_row(status="failed", error=dead, trigger="retry")       # the retry was interrupted too
+    assert schedule.run_crawl(db, first, sid) is not None and count("ok") == 1
+    assert schedule.run_crawl(db, first, sid) is None and count("ok") == 1   # that retry ended: not again

@@ -254,8 +254,10 @@ def run_crawl(db: Database, crawl_id: int | None, source_id: int, *, trigger: st
                 return None  # another process is running it
             if not (crawl.error or "").startswith("interrupted"):
                 return None  # it ran already (a job delivered twice)
-            if s.scalar(select(Crawl.id).where(Crawl.source_id == crawl.source_id, Crawl.id > crawl.id,
-                                               Crawl.trigger == "retry", Crawl.status != "queued").limit(1)):
+            later = s.execute(select(Crawl.status, Crawl.error).where(
+                Crawl.source_id == crawl.source_id, Crawl.id > crawl.id, Crawl.trigger == "retry",
+                Crawl.status != "queued")).all()
+            if any(st != "failed" or not (err or "").startswith("interrupted") for st, err in later):
                 return None  # an earlier delivery of this job retried it already (its worker died after)
             crawl = None  # the retry of an interrupted crawl: a row of its own
         if src is None or src.removed_at is not None:
