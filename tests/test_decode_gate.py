@@ -22,7 +22,9 @@ from tests.capture_helpers import CLI, REPO, cli_env
 from tests.replay_fixtures import add_snapshot
 
 MIB = 1 << 20
-PEAK_BOUND = 700 * MIB   # the server at rest (~125 MB) + one 200 MB decoding in flight (the 256 MB budget) + slack; was 2.5 GB
+# above the server at rest (125 MB in 2026-11; 195 MB once the learned reader's model and the object-store
+# client came): one 200 MB decoding in flight (the 256 MB budget) + slack; twelve at once were 2.5 GB
+PEAK_ABOVE_REST = 575 * MIB
 
 
 def gzip_bomb(tag: int, members: int = 32) -> bytes:
@@ -117,7 +119,7 @@ def test_parallel_gets_on_gzip_records_stay_under_a_fixed_peak(db, settings):
         burst([f"/c/{c}" for c, _, _ in ids])                       # twelve records at once
         peak = _vmhwm(proc.pid)
         assert statuses.count(200) == 36, statuses
-        assert peak < PEAK_BOUND, f"peak RSS {peak / MIB:.0f} MiB (at rest {rest / MIB:.0f} MiB)"
+        assert peak - rest < PEAK_ABOVE_REST, f"peak RSS {peak / MIB:.0f} MiB (at rest {rest / MIB:.0f} MiB)"
         print(f"caveat serve: at rest {rest / MIB:.0f} MiB, peak {peak / MIB:.0f} MiB", file=sys.stderr)
     finally:
         proc.terminate()
