@@ -183,19 +183,14 @@ class Document:
         if row is None or table is None:
             return None
         rows = [r for r in table.iter("tr") if _up(r, {"table"}) is table]
-        col = 0
-        for sib in row:
-            if sib is cell:
-                break
-            if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
-                col += _span(sib)
+        col = _column_of(row, cell)
         header = None
         for r in rows:
-            cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+            cells = _cells(r)
             if cells and all(c.tag.lower() == "th" for c in cells) and r is not row:
                 header = _cell_at(cells, col)
                 break
-        label_cells = [c for c in row if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+        label_cells = _cells(row)
         return {"row": rows.index(row) + 1, "column": col + 1,
                 "header": _clean(header.text_content()) if header is not None else None,
                 "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
@@ -210,16 +205,11 @@ class Document:
         table = _up(row, {"table"})
         if cell is None or row is None or table is None:
             return None
-        col = 0
-        for sib in row:
-            if sib is cell:
-                break
-            if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
-                col += _span(sib)
+        col = _column_of(row, cell)
         if id(table) not in cache:
             header = None
             for r in table.iter("tr"):
-                cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+                cells = _cells(r)
                 if cells and all(c.tag.lower() == "th" for c in cells) and _up(r, {"table"}) is table:
                     header = cells
                     break
@@ -358,6 +348,22 @@ def _up(el, tags: set[str]):
 def _span(cell) -> int:
     v = (cell.get("colspan") or "1").strip()
     return int(v) if _SPAN.match(v) and int(v) > 0 else 1
+
+
+def _cells(row) -> list:
+    """The row's td and th children."""
+    return [c for c in row if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+
+
+def _column_of(row, cell) -> int:
+    """The 0-based column of ``cell`` in ``row``, counting each earlier cell's colspan."""
+    col = 0
+    for sib in row:
+        if sib is cell:
+            break
+        if isinstance(sib.tag, str) and sib.tag.lower() in CELLS:
+            col += _span(sib)
+    return col
 
 
 def _cell_at(cells, col: int):
@@ -771,11 +777,11 @@ def _cell(mark, tables: dict | None = None) -> dict | None:
             col += _span(sib)
     header = None
     for r in rows[:20]:
-        cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+        cells = _cells(r)
         if cells and r is not row and all(c.tag.lower() == "th" for c in cells):
             header = _cell_at(cells, col)
             break
-    label_cells = [c for c in row if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+    label_cells = _cells(row)
     return {"row": index[row] + 1, "column": col + 1,
             "header": _clean(header.text_content()) if header is not None else None,
             "row_label": _clean(label_cells[0].text_content()) if label_cells else None}
@@ -812,7 +818,7 @@ def _excerpt(mark):
         i = rows.index(row)
         head = []
         for r in rows[:3]:
-            cells = [c for c in r if isinstance(c.tag, str) and c.tag.lower() in CELLS]
+            cells = _cells(r)
             if cells and all(c.tag.lower() == "th" for c in cells):
                 head.append(r)
             else:

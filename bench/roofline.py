@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -27,18 +26,13 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from parse import html_page, rows  # noqa: E402 - bench/ is this script's own folder
-from rows import timed_stages  # noqa: E402
+from rows import crawl_page, timed_stages  # noqa: E402
 
 import app.audit.engine as engine  # noqa: E402
-import app.watch.schedule as schedule_service  # noqa: E402
 from app.audit.roofline import bound_for  # noqa: E402
 from app.audit.rules.base import RULES  # noqa: E402
-from app.claims.sources import add_source  # noqa: E402
-from app.config import Settings  # noqa: E402
-from app.db import Database  # noqa: E402
 from app.models import Flag  # noqa: E402
 from sqlalchemy import func, select  # noqa: E402
-from tests.helpers import LocalServer  # noqa: E402
 
 RULE = "beyond_bandwidth_limit"
 
@@ -61,22 +55,12 @@ def plausible(data: list[dict]) -> tuple[list[dict], int]:
 def run(page: str, spent: dict[str, float]) -> tuple[float, int]:
     """CPU seconds of parse + store + audit, and the flags the bound raised."""
     spent.clear()
-    with tempfile.TemporaryDirectory(prefix="caveat-roofline-") as tmp:
-        settings = Settings(data_dir=Path(tmp), allow_private_addresses=True, max_body_bytes=1 << 30)
-        db = Database(settings)
-        db.upgrade()
-        srv = LocalServer()
-        srv.start()
-        try:
-            url = srv.route("/board", page)
-            with db.session() as s:
-                add_source(s, "board", url, "html")
-            schedule_service.crawl(db, settings)
-            with db.Session() as s:
-                raised = s.scalar(select(func.count()).select_from(Flag).where(Flag.rule == RULE)) or 0
-        finally:
-            srv.stop()
-            db.dispose()
+
+    def flags(db) -> int:
+        with db.Session() as s:
+            return s.scalar(select(func.count()).select_from(Flag).where(Flag.rule == RULE)) or 0
+
+    _wall, _cpu, _report, raised = crawl_page(page, flags)
     return sum(spent.get(k, 0.0) for k in ("parse cpu", "store cpu", "audit cpu")), raised
 
 

@@ -49,8 +49,9 @@ def timed_stages() -> dict[str, float]:
     return spent
 
 
-def one(n: int, spent: dict[str, float]) -> None:
-    spent.clear()
+def crawl_page(page: str, inspect=None):
+    """Serve ``page`` from 127.0.0.1 and crawl it as one source on a fresh data folder: (wall seconds, this
+    process's CPU seconds, the crawl's report, ``inspect(db)`` run before the folder goes)."""
     with tempfile.TemporaryDirectory(prefix="caveat-rows-") as tmp:
         settings = Settings(data_dir=Path(tmp), allow_private_addresses=True, max_body_bytes=1 << 30)
         db = Database(settings)
@@ -58,15 +59,22 @@ def one(n: int, spent: dict[str, float]) -> None:
         srv = LocalServer()
         srv.start()
         try:
-            url = srv.route("/board", html_page(rows(n)))
+            url = srv.route("/board", page)
             with db.session() as s:
                 add_source(s, "board", url, "html")
             t, c = time.perf_counter(), time.process_time()
             report = schedule_service.crawl(db, settings)[0]
             total, cpu = time.perf_counter() - t, time.process_time() - c
+            seen = inspect(db) if inspect is not None else None
         finally:
             srv.stop()
             db.dispose()
+    return total, cpu, report, seen
+
+
+def one(n: int, spent: dict[str, float]) -> None:
+    spent.clear()
+    total, cpu, report, _ = crawl_page(html_page(rows(n)))
     stages = ", ".join(f"{k} {v:.1f} s" for k, v in spent.items() if not k.endswith(" cpu"))
     cpus = ", ".join(f"{k[:-4]} {v:.1f} s" for k, v in spent.items() if k.endswith(" cpu"))
     print(f"{n:>7,} rows: {total:6.1f} s ({1000 * total / n:.2f} ms/row; {stages}); status {report.status}, "

@@ -179,6 +179,7 @@ def _around(drafts: list, blocks: list[Block], text: str) -> None:
         return ""
 
     cache: dict[tuple, str] = {}
+    read_neighbours = len(figs) <= NEIGHBOUR_FIGURES   # on a page of many figures, paragraphs are about others too
     for d, outer in drafts:
         if not d.spans:
             continue
@@ -202,8 +203,8 @@ def _around(drafts: list, blocks: list[Block], text: str) -> None:
                 cut = text.rfind(" ", sa, sa + LABEL_MAX)
                 parts.append(text[cut if cut > sa else sa + LABEL_MAX:min(end, sa + 4 * AROUND_MAX)].strip())
         key = (blk.start, blk.end)
-        if len(figs) > NEIGHBOUR_FIGURES:
-            cache[key] = ""      # a page of many figures: its paragraphs are about other figures too
+        if not read_neighbours:
+            cache[key] = ""
         if key not in cache:
             j = bisect.bisect_left(starts, blk.start)
             cache[key] = "\n".join(x for x in (neighbour(j - 1), neighbour(j + 1 if j < len(starts) and starts[j] == blk.start else j)) if x)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import signal
 import socket
+import subprocess
 import sys
 import threading
 import time
@@ -154,3 +156,26 @@ class RawAnswerServer:
 
     def stop(self):
         self.sock.close()
+
+
+def wait_until(pred, seconds: float = 60.0, step: float = 0.2) -> bool:
+    """Poll ``pred`` until it is true (True) or ``seconds`` pass (False)."""
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(step)
+    return False
+
+
+def stop_processes(procs, wait: float = 20.0) -> None:
+    """SIGTERM every process still running, wait for each, SIGKILL the ones that do not stop."""
+    for p in procs:
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+    for p in procs:
+        try:
+            p.wait(wait)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait(5)

@@ -12,7 +12,6 @@ import hashlib
 import os
 import signal
 import subprocess
-import time
 from datetime import timedelta
 
 import pytest
@@ -25,6 +24,7 @@ from app.db import Database
 from app.main import create_app
 from app.models import ArchiveObject, Crawl, Snapshot, utcnow
 from app.watch import schedule
+from tests.helpers import stop_processes, wait_until
 from tests.capture_helpers import CLI, cli_env
 from tests.conftest import PG_SKIP_REASON, PG_URL, _truncate_pg, make_settings
 from tests.test_s3_storage import weed  # noqa: F401  (the session's SeaweedFS gateway)
@@ -69,24 +69,11 @@ def spawn():
         return p
 
     yield start
-    for p in started:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in started:
-        try:
-            p.wait(30)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
+    stop_processes(started, wait=30)
 
 
 def _wait(pred, seconds: float = 120.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
+    return wait_until(pred, seconds)
 
 
 def _sources(db: Database, server, n: int, prefix: str) -> None:

@@ -24,6 +24,7 @@ from app.watch import schedule
 from app.watch.jobs import queue_for
 from app.watch.schedule import crawl_now
 from app.claims.sources import add_source
+from tests.helpers import wait_until
 
 T0 = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 
@@ -317,13 +318,8 @@ class Receiver:
         self.httpd.server_close()
 
 
-def _wait(pred, seconds: float = 40.0):
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
+def _wait(pred, seconds: float = 40.0) -> bool:
+    return wait_until(pred, seconds)
 
 
 def test_webhook_signed_and_retried_in_process(db, server):

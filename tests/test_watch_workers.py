@@ -16,6 +16,7 @@ from app.db import Database
 from app.models import Crawl, Snapshot, Source, utcnow
 from app.watch import schedule
 from app.claims.sources import add_source
+from tests.helpers import stop_processes, wait_until
 from tests.capture_helpers import CLI, cli_env, ref_tool, run, warc_files
 from tests.conftest import PG_SKIP_REASON, PG_URL, _truncate_pg, make_settings
 from tests.test_watch import board
@@ -45,24 +46,11 @@ def workers(pg_settings):
         return p
 
     yield start
-    for p in started:
-        if p.poll() is None:
-            p.send_signal(signal.SIGTERM)
-    for p in started:
-        try:
-            p.wait(20)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait(5)
+    stop_processes(started, wait=20)
 
 
 def _wait(pred, seconds: float = 60.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.2)
-    return False
+    return wait_until(pred, seconds)
 
 
 def test_two_workers_share_due_sources_and_crawl_each_once(pg_settings, server, workers):

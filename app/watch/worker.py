@@ -111,24 +111,29 @@ def take_series(settings) -> tuple[str, object]:
     raise RuntimeError("no free worker slot (999 workers on this machine?)")
 
 
-def _idle(db: Database, queue=None) -> bool:
-    """Nothing left: no job waiting or running, no queued crawl, no source due. A queued crawl no job holds
-    (its job failed every attempt before the crawl started, or was lost with a killed worker) is deferred
-    again here at once (``queue``), not after ``ORPHAN_AFTER``: `caveat worker --once` leaves no crawl behind."""
+def _jobs_busy(db: Database) -> bool:
     with db.engine.connect() as conn:
-        busy = conn.exec_driver_sql("SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')").scalar()
-    if busy:
-        return False
-    left = orphans(db)
-    if left:
-        for sid, cid in left:
-            if queue is not None:
-                queue.defer_crawl(cid, sid)
+        return bool(conn.exec_driver_sql(
+            "SELECT count(*) FROM procrastinate_jobs WHERE status IN ('todo', 'doing')").scalar())
+
+
+def _idle(db: Database) -> bool:
+    """Nothing left: no job waiting or running, no queued crawl, no source due."""
+    if _jobs_busy(db) or orphans(db):
         return False
     with db.Session() as s:
         due = s.scalar(select(Source.id).where(Source.removed_at.is_(None), Source.every_seconds.is_not(None),
                                                Source.next_crawl_at <= utcnow()).limit(1))
     return due is None
+
+
+def _requeue_orphans_now(db: Database, queue) -> None:
+    """With no job waiting or running, every queued crawl has lost its job (it failed every attempt before
+    the crawl started, or went with a killed worker): defer it again now, not after ``ORPHAN_AFTER``, so
+    `caveat worker --once` leaves no crawl behind."""
+    if not _jobs_busy(db):
+        for sid, cid in orphans(db):
+            queue.defer_crawl(cid, sid)
 
 
 async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, stop: asyncio.Event, say,
@@ -147,7 +152,8 @@ async def _housekeeper(app, db: Database, queue: PgQueue, stalled_after: float, 
             if done["queued"]:
                 say(f"queued {done['queued']} due source(s)")
             if on_idle is not None:
-                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db, queue) else 0
+                await asyncio.to_thread(_requeue_orphans_now, db, queue)
+                idle_rounds = idle_rounds + 1 if await asyncio.to_thread(_idle, db) else 0
                 if idle_rounds >= 2:
                     on_idle()
                     return

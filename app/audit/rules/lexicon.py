@@ -92,6 +92,9 @@ def _not_run_repeat(m: re.Match, text: str) -> bool:
 _SPEED_AFTER = re.compile(r"^[\d,]*\.\d|^[\d,]*\s*(?:tok(?:en)?s?\s*/\s*s|t/s|tps|tokens? per second)", I)
 
 
+_AGG_COUNTS = ("n", "n2", "n3", "n4", "n5", "n6", "n7")   # the count groups of the concurrency pattern below
+
+
 def _count_not_speed(m: re.Match, text: str, groups: tuple[str, ...]) -> bool:
     for g in groups:
         if m.group(g):
@@ -184,8 +187,7 @@ CONDITIONS: list[Condition] = [
        r"|(?P<n2>\d+)\s*(?:(?:concurrent|parallel|simultaneous)\s*(?:users|streams|requests|clients|sequences|sessions|slots)|(?:users|streams|clients|slots)\b(?!\s*(?:total|tested|over|in turn|one after))|(?:requests|sequences|prompts) (?:at once|in parallel|concurrently|simultaneously|in flight))"
        r"|(?P<n3>\d+)\s*(?:x|×)\s*(?:concurrent|parallel)|(?:并发|批量|批大小|批次|同時|並列|バッチ)\s*(?:数|大小|サイズ)?\s*[=:：]?\s*(?P<n4>\d+)|(?P<n5>\d+)\s*(?:个)?(?:并发|用户|路)|(?P<n6>\d+)\s*(?:並列|同時|ユーザー))",
        "{hit}: more than one request at a time",
-       check=lambda m, t: any((_n(m.group(g) or "") or 0) > 1 for g in ("n", "n2", "n3", "n4", "n5", "n6", "n7"))
-       and _count_not_speed(m, t, ("n", "n2", "n3", "n4", "n5", "n6", "n7"))
+       check=lambda m, t: any((_n(m.group(g) or "") or 0) > 1 for g in _AGG_COUNTS) and _count_not_speed(m, t, _AGG_COUNTS)
        and not re.search(r"(?:gpus?|cards|nodes|tp|tensor)\b", m.group(0), I), negatable=False),
     # warm caches
     _c("warm_cache", "warm_cache", "high",
